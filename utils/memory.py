@@ -1,0 +1,68 @@
+"""Peak memory of one call, on any device.
+
+CUDA: the caching allocator's own counters (``torch.cuda.max_memory_allocated``), relative
+to what was allocated before the call.
+
+CPU: PyTorch keeps no allocator statistics on the CPU, and the process RSS is too coarse
+(glibc caches freed pages, other threads allocate). Instead we run the call under
+``torch.profiler`` with ``profile_memory=True``. Every tensor allocation and free made by
+PyTorch's CPU allocator is then reported as a memory event with its size; replaying them
+in time order gives the exact peak of live tensor bytes during the call. Memory that is
+not tensor storage (Python objects, NumPy arrays) is not counted, and the notebooks say so.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+CUDA_METHOD = "torch.cuda.max_memory_allocated"
+CPU_METHOD = "torch.profiler memory events (tensor bytes)"
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[int, str]:
+    """Run ``fn`` once and return (peak bytes allocated above the starting point, method)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return _cuda_peak(fn, device), CUDA_METHOD
+    return _profiled_peak(fn), CPU_METHOD
+
+
+def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    start = torch.cuda.memory_allocated(device)
+    result = fn()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - start
+    del result
+    return max(int(peak), 0)
+
+
+def _profiled_peak(fn: Callable[[], object]) -> int:
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    del result
+    events = [
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    ]
+    live = peak = 0
+    for _, nbytes in sorted(events, key=lambda item: item[0]):
+        live += nbytes
+        peak = max(peak, live)
+    return int(peak)
+
+
+def format_bytes(n: float | None) -> str:
+    """1536 -> '1.5 KiB'. None (not measured) -> '-'."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
