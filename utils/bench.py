@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -121,7 +122,8 @@ class Comparison:
     """A baseline and one or more variants, measured side by side on one device."""
     tip: str
     title: str
-    device: torch.device
+    device: str          # "cpu", "cuda:0", ...
+    device_name: str     # the hardware, in words
     sizes: dict
     rows: list[Timing]
 
@@ -152,7 +154,7 @@ class Comparison:
 
     def caption(self) -> str:
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        return f"{self.tip}: {self.title} on {device_name(self.device)}" + (f" ({sizes})" if sizes else "")
+        return f"{self.tip}: {self.title} on {self.device_name}" + (f" ({sizes})" if sizes else "")
 
     def __repr__(self) -> str:
         from .plots import text_table
@@ -163,11 +165,12 @@ class Comparison:
         return html_table(self.table_rows(), caption=self.caption()) + figure_html(comparison_figure(self))
 
     def to_records(self) -> list[records.Record]:
+        comparison_id = uuid.uuid4().hex[:12]
         return [
             records.Record(
-                tip=self.tip, title=self.title, variant=row.label,
-                role="baseline" if i == 0 else "variant", device=str(self.device),
-                device_name=device_name(self.device), sizes=dict(self.sizes),
+                comparison=comparison_id, tip=self.tip, title=self.title, variant=row.label,
+                role="baseline" if i == 0 else "variant", device=self.device,
+                device_name=self.device_name, sizes=dict(self.sizes),
                 median_s=row.median, iqr_s=row.iqr, runs=row.runs, speedup=self.speedup(row),
                 peak_bytes=row.peak_bytes, memory_method=row.memory_method,
                 extra={k: _jsonable(v) for k, v in row.extra.items()},
@@ -176,6 +179,15 @@ class Comparison:
             )
             for i, row in enumerate(self.rows)
         ]
+
+    @classmethod
+    def from_records(cls, group: list[records.Record]) -> "Comparison":
+        """Rebuild a comparison from the records one ``compare`` call wrote (baseline first)."""
+        group = sorted(group, key=lambda r: r.role != "baseline")
+        first = group[0]
+        rows = [Timing(r.variant, r.median_s, r.iqr_s, r.runs, r.peak_bytes, r.memory_method, dict(r.extra))
+                for r in group]
+        return cls(first.tip, first.title, first.device, first.device_name, dict(first.sizes), rows)
 
 
 def _jsonable(value):
@@ -199,7 +211,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     if len(set(labels)) != len(labels):
         raise ValueError(f"variant labels must be distinct, got {labels}")
     device = torch.device(device)
-    result = Comparison(tip, title or tip, device, dict(sizes or {}),
+    result = Comparison(tip, title or tip, str(device), device_name(device), dict(sizes or {}),
                         _measure_interleaved(parsed, device, memory))
     if record:
         records.append(result.to_records())

@@ -17,6 +17,7 @@ DEFAULT_PATH = REPO_ROOT / "build" / "measurements.jsonl"
 
 @dataclass
 class Record:
+    comparison: str             # id shared by the rows of one compare() call
     tip: str                    # curriculum ID, e.g. "T044"
     title: str                  # what was compared, in words
     variant: str                # label of this row

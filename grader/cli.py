@@ -1,0 +1,120 @@
+"""Command line: ``python -m grader {assignments,generate,samples,autograde,export,feedback}``."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import course
+from .course import CourseError
+
+
+def _course_dir(value: str) -> Path:
+    return Path(value).expanduser().resolve()
+
+
+def cmd_assignments(args) -> int:
+    for assignment in course.assignments():
+        print(f"{assignment.id}\t{assignment.release_path.relative_to(course.REPO_ROOT)}")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    for path in course.generate_release():
+        print(f"generated {path.relative_to(course.REPO_ROOT)}")
+    return 0
+
+
+def cmd_samples(args) -> int:
+    from .samples import write_samples
+
+    chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
+    for assignment in chosen:
+        course.prepare(args.course_dir, assignment)
+        students = write_samples(args.course_dir, assignment, args.course_dir / "release" / assignment.id)
+        print(f"{assignment.id}: wrote samples for {', '.join(students)}")
+    return 0
+
+
+def cmd_autograde(args) -> int:
+    from .autograde import autograde
+
+    outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers)
+    failed = [o for o in outcomes if o.error]
+    graded = len(outcomes) - len(failed)
+    print(f"graded {graded} of {len(outcomes)} submission(s); gradebook: {args.course_dir / 'gradebook.db'}")
+    if not outcomes:
+        print("no submissions matched", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _require_gradebook(course_dir: Path) -> None:
+    if not (course_dir / "gradebook.db").is_file():
+        raise CourseError(f"no gradebook in {course_dir}: run `python -m grader autograde --course-dir {course_dir}` first")
+
+
+def cmd_export(args) -> int:
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    _require_gradebook(args.course_dir)
+    args.to.parent.mkdir(parents=True, exist_ok=True)
+    with Gradebook(course.nbgrader_config(args.course_dir).CourseDirectory.db_url) as gb:
+        CsvExportPlugin(to=str(args.to)).export(gb)
+    print(f"wrote {args.to}")
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    _require_gradebook(args.course_dir)
+    api = course.nbgrader_api(args.course_dir)
+    autograded = args.course_dir / "autograded"
+    ids = sorted({p.name for p in autograded.glob("*/*") if p.is_dir()}) if autograded.is_dir() else []
+    status = 0
+    for assignment_id in ids:
+        result = api.generate_feedback(assignment_id)
+        if not result["success"]:
+            print(f"{assignment_id}: feedback failed: {result.get('error')}", file=sys.stderr)
+            status = 1
+    for page in sorted((args.course_dir / "feedback").glob("*/*/*.html")):
+        print(f"wrote {page.relative_to(args.course_dir)}")
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("assignments", help="list assignment ids and their released notebooks").set_defaults(func=cmd_assignments)
+    sub.add_parser("generate", help="regenerate notebooks/ from solutions/").set_defaults(func=cmd_generate)
+
+    def with_course_dir(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--course-dir", type=_course_dir, required=True, help="nbgrader course directory")
+        return p
+
+    p = with_course_dir("samples", "write the bundled sample submissions into DIR/submitted")
+    p.add_argument("--assignment")
+    p.set_defaults(func=cmd_samples)
+    p = with_course_dir("autograde", "grade DIR/submitted/<student>/<assignment>/ into DIR's gradebook")
+    p.add_argument("--assignment")
+    p.add_argument("--student")
+    p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel graders (default: cores)")
+    p.set_defaults(func=cmd_autograde)
+    p = with_course_dir("export", "write the gradebook as nbgrader's CSV")
+    p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)
+    p.set_defaults(func=cmd_export)
+    with_course_dir("feedback", "write per-student HTML feedback").set_defaults(func=cmd_feedback)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "workers", 1) is not None and getattr(args, "workers", 1) < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except CourseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,148 @@
+"""The course as nbgrader sees it: assignments in the repo, and course directories built from them.
+
+Each assignment is one notebook: ``solutions/<id>/<id>.ipynb`` is the nbgrader source and
+``notebooks/<id>/<id>.ipynb`` the released version that ``generate`` writes. A grading course
+directory (``--course-dir``) gets a fresh copy of the source and nbgrader's own
+``generate_assignment`` fills its gradebook, so grading never trusts student files for the
+notebook's structure.
+"""
+from __future__ import annotations
+
+import filecmp
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO_ROOT / "solutions"
+NOTEBOOKS = REPO_ROOT / "notebooks"
+IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
+
+
+class CourseError(Exception):
+    """A problem with the course or its directories, worded for the instructor."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+
+    @property
+    def source_dir(self) -> Path:
+        return SOLUTIONS / self.id
+
+    @property
+    def notebook_name(self) -> str:
+        return f"{self.id}.ipynb"
+
+    @property
+    def release_path(self) -> Path:
+        return NOTEBOOKS / self.id / self.notebook_name
+
+
+def assignments() -> list[Assignment]:
+    """Every assignment in solutions/, in course order."""
+    found = []
+    for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if not (folder / f"{folder.name}.ipynb").is_file():
+            raise CourseError(f"{folder} must hold exactly the notebook {folder.name}.ipynb")
+        found.append(Assignment(folder.name))
+    return found
+
+
+def find(assignment_id: str) -> Assignment:
+    known = {a.id: a for a in assignments()}
+    if assignment_id not in known:
+        raise CourseError(f"unknown assignment {assignment_id!r}; known: {', '.join(known) or 'none'}")
+    return known[assignment_id]
+
+
+def nbgrader_config(course_dir: Path, **overrides):
+    """A traitlets Config for nbgrader with ``course_dir`` as its root."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.root = str(course_dir)
+    config.CourseDirectory.db_url = f"sqlite:///{course_dir / 'gradebook.db'}?timeout=60"
+    config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader"]
+    for dotted, value in overrides.items():
+        section, name = dotted.split(".")
+        setattr(getattr(config, section), name, value)
+    return config
+
+
+def nbgrader_api(course_dir: Path, **overrides):
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = nbgrader_config(course_dir, **overrides)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    api.log.setLevel(logging.WARNING)
+    return api
+
+
+def prepare(course_dir: Path, assignment: Assignment) -> None:
+    """Put the repo's source of ``assignment`` into the course dir and (re)generate it there.
+
+    Generation runs only when the source changed, because nbgrader refuses to drop grade
+    cells that already have submissions.
+    """
+    course_dir.mkdir(parents=True, exist_ok=True)
+    _write_default_config(course_dir)
+    target = course_dir / "source" / assignment.id
+    released = course_dir / "release" / assignment.id / assignment.notebook_name
+    if _same_tree(assignment.source_dir, target) and released.exists():
+        return
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(assignment.source_dir, target, ignore=IGNORED)
+    result = nbgrader_api(course_dir).generate_assignment(assignment.id, force=True, create=True)
+    if not result["success"]:
+        raise CourseError(f"nbgrader generate_assignment failed for {assignment.id}:\n{result.get('error') or result.get('log')}")
+
+
+def _write_default_config(course_dir: Path) -> None:
+    """So that plain ``nbgrader formgrader``/``export`` run in the course dir see the same gradebook."""
+    path = course_dir / "nbgrader_config.py"
+    if not path.exists():
+        path.write_text(
+            "# Written by `python -m grader`: the gradebook it fills lives next to this file.\n"
+            "c = get_config()  # noqa: F821\n"
+            "c.CourseDirectory.root = __import__('os').path.dirname(__import__('os').path.abspath(__file__))\n"
+        )
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    if not b.exists():
+        return False
+    cmp = filecmp.dircmp(a, b, ignore=[".ipynb_checkpoints", "__pycache__"])
+    return _dircmp_equal(cmp)
+
+
+def _dircmp_equal(cmp: filecmp.dircmp) -> bool:
+    if cmp.left_only or cmp.right_only or cmp.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
+    return not mismatch and not errors and all(_dircmp_equal(sub) for sub in cmp.subdirs.values())
+
+
+def generate_release(out_dir: Path = NOTEBOOKS) -> list[Path]:
+    """Regenerate every released notebook from solutions/ into ``out_dir`` (``make notebooks``)."""
+    written = []
+    with tempfile.TemporaryDirectory(prefix="course-generate-") as tmp:
+        for assignment in assignments():
+            prepare(Path(tmp), assignment)
+            release = Path(tmp) / "release" / assignment.id
+            target = out_dir / assignment.id
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(release, target, ignore=IGNORED)
+            written.append(target / assignment.notebook_name)
+    stale = [p for p in out_dir.iterdir() if p.is_dir() and p.name not in {a.id for a in assignments()}] \
+        if out_dir.exists() else []
+    for folder in stale:  # an assignment removed from solutions/ leaves no orphan behind
+        shutil.rmtree(folder)
+    return written

@@ -1,0 +1,70 @@
+"""Sample submissions built from the released notebook plus answer code.
+
+``grader/samples/<assignment>/<sample>/<grade_id>.py`` holds the code a sample student put in
+the answer cell with that grade id. The ``correct`` sample is taken from the source
+notebook's own solutions, so it never drifts from them.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+from .course import Assignment, CourseError
+
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def solution_answers(assignment: Assignment) -> dict[str, str]:
+    """grade_id -> the source's solution code for every answer cell, markers removed."""
+    nb = nbformat.read(assignment.source_dir / assignment.notebook_name, as_version=4)
+    answers = {}
+    for cell in nb.cells:
+        meta = _nbgrader(cell)
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            lines = [line for line in cell.source.splitlines() if line.strip() not in (BEGIN, END)]
+            answers[meta["grade_id"]] = "\n".join(lines).strip() + "\n"
+    return answers
+
+
+def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """A copy of the released notebook with the given answer cells filled in."""
+    nb = copy.deepcopy(release_nb)
+    ids = {_nbgrader(c).get("grade_id") for c in nb.cells if _nbgrader(c).get("solution")}
+    unknown = set(answers) - ids
+    if unknown:
+        raise CourseError(f"no answer cell with grade id {', '.join(sorted(unknown))}")
+    for cell in nb.cells:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if _nbgrader(cell).get("solution") and grade_id in answers:
+            cell.source = answers[grade_id]
+    return nb
+
+
+def sample_answers(assignment: Assignment) -> dict[str, dict[str, str]]:
+    """sample name -> answers, for the bundled samples of one assignment."""
+    samples = {"correct": solution_answers(assignment)}
+    folder = SAMPLES_DIR / assignment.id
+    if folder.is_dir():
+        for sample in sorted(p for p in folder.iterdir() if p.is_dir()):
+            samples[sample.name] = {f.stem: f.read_text(encoding="utf-8") for f in sorted(sample.glob("*.py"))}
+    return samples
+
+
+def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path) -> list[str]:
+    """Write every sample as ``submitted/sample_<name>/<assignment>/<notebook>``; returns student ids."""
+    release_nb = nbformat.read(release_dir / assignment.notebook_name, as_version=4)
+    students = []
+    for name, answers in sample_answers(assignment).items():
+        student = f"sample_{name}"
+        target = course_dir / "submitted" / student / assignment.id
+        target.mkdir(parents=True, exist_ok=True)
+        nbformat.write(fill(release_nb, answers), target / assignment.notebook_name)
+        students.append(student)
+    return students

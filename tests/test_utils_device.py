@@ -1,0 +1,75 @@
+import random
+
+import pytest
+import torch
+
+from utils import env_report, pick_device, seed_everything, setup
+
+
+def test_auto_picks_an_available_device():
+    dev = pick_device("auto")
+    expected = "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
+    assert dev.type == expected
+    torch.ones(2, device=dev)  # the chosen device really works
+
+
+def test_explicit_cpu_and_device_objects():
+    assert pick_device("cpu") == torch.device("cpu")
+    assert pick_device(" CPU ") == torch.device("cpu")
+    assert pick_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when CUDA is missing")
+def test_missing_cuda_is_an_error_not_a_silent_fallback():
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        pick_device("cuda")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "tpu", "", "cuda0"])
+def test_unknown_device_names_are_rejected(bad):
+    with pytest.raises(ValueError, match="unknown device"):
+        pick_device(bad)
+
+
+def test_non_string_preference_is_rejected():
+    with pytest.raises(TypeError):
+        pick_device(0)
+
+
+def test_env_report_names_versions_and_hardware():
+    report = env_report()
+    assert report["torch"] == torch.__version__
+    assert report["CUDA available"] == str(torch.cuda.is_available())
+    for key in ("python", "torchvision", "cuDNN", "CUDA_VISIBLE_DEVICES", "cpu threads"):
+        assert report[key]
+
+
+def test_seed_everything_makes_runs_repeatable():
+    seed_everything(123)
+    first = (random.random(), torch.rand(3))
+    seed_everything(123)
+    second = (random.random(), torch.rand(3))
+    assert first[0] == second[0]
+    assert torch.equal(first[1], second[1])
+
+
+def test_seed_everything_deterministic_switches_autotuner_off():
+    try:
+        seed_everything(0, deterministic=True)
+        assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        seed_everything(0)
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_seed_must_be_an_int():
+    with pytest.raises(TypeError):
+        seed_everything("1")
+
+
+def test_setup_validates_quick(capsys):
+    with pytest.raises(TypeError, match="QUICK"):
+        setup("cpu", quick="yes")
+    assert setup("cpu", quick=True) == torch.device("cpu")
+    assert "QUICK mode" in capsys.readouterr().out

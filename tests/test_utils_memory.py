@@ -1,0 +1,51 @@
+import pytest
+import torch
+
+from utils.memory import CPU_METHOD, format_bytes, peak_memory
+
+MiB = 2**20
+
+
+def test_cpu_peak_counts_a_known_allocation():
+    peak, method = peak_memory(lambda: torch.ones(1024, 1024), "cpu")  # 4 MiB of float32
+    assert method == CPU_METHOD
+    assert 4 * MiB <= peak < 4.5 * MiB
+
+
+def test_cpu_peak_is_the_high_water_mark_not_the_sum():
+    def two_temporaries_one_at_a_time():
+        a = torch.ones(1024, 1024)   # 4 MiB
+        total = a.sum()
+        del a
+        b = torch.ones(1024, 1024)   # another 4 MiB, after the first is freed
+        return total + b.sum()
+
+    def two_alive_together():
+        a, b = torch.ones(1024, 1024), torch.ones(1024, 1024)
+        return a.sum() + b.sum()
+
+    sequential, _ = peak_memory(two_temporaries_one_at_a_time, "cpu")
+    together, _ = peak_memory(two_alive_together, "cpu")
+    assert 4 * MiB <= sequential < 5 * MiB
+    assert 8 * MiB <= together < 9 * MiB
+
+
+def test_in_place_op_allocates_nothing_new():
+    x = torch.ones(1024, 1024)
+    in_place, _ = peak_memory(lambda: x.mul_(1.0), "cpu")
+    out_of_place, _ = peak_memory(lambda: x.mul(1.0), "cpu")
+    assert in_place < 1024
+    assert out_of_place >= 4 * MiB
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_peak_counts_a_known_allocation():
+    peak, method = peak_memory(lambda: torch.ones(1024, 1024, device="cuda"), "cuda")
+    assert method.startswith("torch.cuda")
+    assert 4 * MiB <= peak < 4.5 * MiB
+
+
+@pytest.mark.parametrize("n,text", [(None, "-"), (512, "512 B"), (1536, "1.5 KiB"), (5 * MiB, "5.0 MiB"),
+                                    (3 * 2**30, "3.0 GiB"), (2**42, "4096.0 GiB")])
+def test_format_bytes(n, text):
+    assert format_bytes(n) == text

@@ -1,0 +1,48 @@
+import pytest
+
+from utils import records
+
+
+def make(**kw):
+    base = dict(comparison="c1", tip="T001", title="t", variant="v", role="baseline", device="cpu", device_name="CPU")
+    base.update(kw)
+    return records.Record(**base)
+
+
+def test_append_and_load_round_trip(tmp_path):
+    path = tmp_path / "sub" / "m.jsonl"
+    records.append([make(), make(variant="w", role="variant", speedup=2.0)], path)
+    records.append([make(comparison="c2")], path)
+    loaded = records.load(path)
+    assert [r.variant for r in loaded] == ["v", "w", "v"]
+    assert loaded[1].speedup == 2.0 and loaded[2].comparison == "c2"
+
+
+def test_default_path_and_switches(monkeypatch, tmp_path):
+    monkeypatch.delenv("COURSE_RECORDS", raising=False)
+    assert records.records_path() == records.DEFAULT_PATH
+    monkeypatch.setenv("COURSE_RECORDS", str(tmp_path / "x.jsonl"))
+    assert records.records_path() == tmp_path / "x.jsonl"
+    monkeypatch.setenv("COURSE_RECORDS", " ")
+    assert records.records_path() is None
+    assert records.append([make()]) is None
+
+
+def test_missing_file_loads_as_empty(tmp_path):
+    assert records.load(tmp_path / "none.jsonl") == []
+
+
+def test_corrupt_line_names_file_and_line(tmp_path):
+    path = tmp_path / "m.jsonl"
+    records.append([make()], path)
+    with open(path, "a") as f:
+        f.write("{not json\n")
+    with pytest.raises(ValueError, match=r"m.jsonl:2"):
+        records.load(path)
+
+
+def test_unknown_fields_are_ignored_for_forward_compatibility(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", '
+                    '"device": "cpu", "device_name": "CPU", "added_later": 1}\n')
+    assert records.load(path)[0].tip == "T1"
