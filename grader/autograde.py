@@ -71,6 +71,7 @@ def discover(course_dir: Path, assignment_id: str | None = None,
 
 def _stage(course_dir: Path, sub: Submission) -> None:
     """Copy the notebook (and timestamp) into the staging area, parameterised for QUICK mode."""
+    from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
     source = sub.folder / sub.assignment.notebook_name
@@ -78,7 +79,7 @@ def _stage(course_dir: Path, sub: Submission) -> None:
         present = ", ".join(sorted(p.name for p in sub.folder.iterdir())) or "nothing"
         raise CourseError(f"expected {sub.assignment.notebook_name}, found {present}")
     try:
-        nb = nbformat.read(source, as_version=4)
+        nb = load_notebook_node(str(source))  # nbformat.read plus the metadata papermill needs
     except Exception as exc:  # nbformat raises several types for unreadable files
         raise CourseError(f"{source.name} is not a readable notebook: {exc}") from exc
     staged = course_dir / STAGED / sub.student / sub.assignment.id
@@ -92,8 +93,12 @@ def _stage(course_dir: Path, sub: Submission) -> None:
 
 def _grade_one(course_dir: Path, student: str, assignment_id: str) -> Outcome:
     """Runs in a worker process: nbgrader autograde on one staged submission, score from the gradebook."""
-    from nbgrader.api import Gradebook
+    import warnings
 
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9 vs SQLAlchemy 2.x session notices
     os.environ["COURSE_RECORDS"] = ""  # grading runs must not append to the course's measurements
     api = course.nbgrader_api(course_dir, **{"CourseDirectory.submitted_directory": STAGED,
                                              "Execute.timeout": CELL_TIMEOUT_S})

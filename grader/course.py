@@ -12,6 +12,7 @@ import filecmp
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ def nbgrader_config(course_dir: Path, **overrides):
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.db_url = f"sqlite:///{course_dir / 'gradebook.db'}?timeout=60"
     config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader"]
+    config.Exchange.root = str(course_dir / ".grader" / "exchange")  # unused; keeps nbgrader from probing /usr/local
     for dotted, value in overrides.items():
         section, name = dotted.split(".")
         setattr(getattr(config, section), name, value)
@@ -78,10 +80,19 @@ def nbgrader_api(course_dir: Path, **overrides):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    _put_interpreter_bin_on_path()
+
     config = nbgrader_config(course_dir, **overrides)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)
     return api
+
+
+def _put_interpreter_bin_on_path() -> None:
+    """nbgrader runs the ``alembic`` executable by name; make the venv's copy findable."""
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
 def prepare(course_dir: Path, assignment: Assignment) -> None:

@@ -1,0 +1,2 @@
+def fold_input_scale(conv, scale):
+    raise RuntimeError("not finished")

@@ -1,0 +1,224 @@
+"""Run untrusted code under bubblewrap: no network, a private filesystem, rlimits and a deadline.
+
+What the sandboxed process sees:
+- read-only: the system (/usr, /etc), the Python installation and the venv, and the course's
+  ``utils`` package (public helper code the notebooks import); nothing else of the repo, so no
+  solutions, no grader code, no gradebook, no other student's files;
+- ``/job`` (read-only): the job's inputs; ``/tmp``: a private, size-limited tmpfs;
+- its own PID, network, IPC and UTS namespaces: no network at all, and when the run ends the
+  PID namespace is torn down, so no process it started can outlive it.
+
+Limits: CPU seconds, address space, processes, open files, file size (rlimits) and a wall-clock
+deadline enforced from outside. When the grader runs as root (CI, containers) the code runs as
+a dedicated unprivileged uid per worker slot, so the process limit applies to it alone; as an
+ordinary user, bubblewrap maps the user into a new user namespace.
+
+Results travel back over a pipe, never through a shared file system, and are read with a cap.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .course import REPO_ROOT
+
+UID_BASE = 61000  # root mode: worker slot k runs as uid/gid UID_BASE + k
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 180.0
+    cpu_s: int = 180
+    memory_bytes: int = 6 * 2**30       # address space: importing torch alone maps ~3 GiB
+    processes: int = 256                # threads count too
+    open_files: int = 512
+    file_bytes: int = 64 * 2**20
+    tmp_bytes: int = 256 * 2**20
+    output_bytes: int = 64 * 2**20      # results read back over the pipe
+    log_bytes: int = 16 * 2**10         # tail of the sandbox's own stderr kept for diagnostics
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    timed_out: bool
+    output: bytes
+    output_truncated: bool
+    log: str
+    seconds: float
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces on this machine."""
+
+
+def _mounts() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    seen = {"/", "/usr", "/etc"}
+    for path in (sys.base_prefix, sys.prefix, str(REPO_ROOT / "utils")):
+        path = os.path.realpath(path)
+        if path in seen or any(path.startswith(p + "/") for p in ("/usr", "/etc")):
+            continue
+        parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
+        for parent in parents:  # bwrap would create missing parents 0700, unreadable to the sandbox uid
+            if parent not in seen:
+                args += ["--perms", "0755", "--dir", parent]
+                seen.add(parent)
+        args += ["--ro-bind", path, path]
+        seen.add(path)
+    return args
+
+
+def _environment() -> list[str]:
+    env = {
+        "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+        "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "", "KINETO_LOG_LEVEL": "6", "COURSE_RECORDS": "",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp",
+    }
+    args = ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def command(job_dir: Path, argv: list[str], slot: int, limits: Limits) -> list[str]:
+    """The full bwrap command line for one run."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--die-with-parent", "--new-session", *_mounts(),
+           "--proc", "/proc", "--dev", "/dev",
+           "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+           "--ro-bind", str(job_dir), "/job", "--chdir", "/tmp", *_environment()]
+    if os.geteuid() == 0:
+        uid = str(UID_BASE + slot)
+        cmd += ["--", shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}",
+                "--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
+    else:
+        cmd += ["--unshare-user", "--cap-drop", "ALL", "--"]
+    return cmd + argv
+
+
+def _set_limits(limits: Limits) -> None:
+    """preexec_fn: rlimits inherited by bwrap and everything it starts."""
+    processes = limits.processes
+    if os.geteuid() != 0:  # the count is per real uid, which the sandbox shares with its user here
+        processes += _processes_of(os.getuid())
+    for name, value in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_AS, limits.memory_bytes),
+                        (resource.RLIMIT_NPROC, processes), (resource.RLIMIT_NOFILE, limits.open_files),
+                        (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(name, (value, value))
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if f"\nUid:\t{uid}\t" in status.read_text():
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def _drain(stream, cap: int, keep_tail: bool, sink: list, on_overflow=None) -> None:
+    """Read a pipe to EOF, keeping at most ``cap`` bytes (the head, or the tail)."""
+    kept, truncated = bytearray(), False
+    while chunk := stream.read(65536):
+        kept += chunk
+        if len(kept) > cap:
+            truncated = True
+            kept = kept[-cap:] if keep_tail else kept[:cap]
+            if on_overflow is not None:  # no need to wait for the deadline: stop the run now
+                on_overflow()
+                on_overflow = None
+    sink.extend([bytes(kept), truncated])
+
+
+def run(job_dir: Path, argv: list[str], *, slot: int = 0, limits: Limits = Limits()) -> RunResult:
+    """Run ``argv`` in a fresh sandbox with ``job_dir`` mounted read-only at /job.
+
+    The program sends its results through an inherited pipe: every ``{fd}`` in ``argv`` is
+    replaced by that pipe's file descriptor number. Its stdout is discarded and the tail of
+    its stderr is kept in ``RunResult.log``."""
+    read_end, write_end = os.pipe()
+    argv = [a.replace("{fd}", str(write_end)) for a in argv]
+    start = time.monotonic()
+    proc = subprocess.Popen(command(job_dir, argv, slot, limits), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,),
+                            preexec_fn=lambda: _set_limits(limits), start_new_session=True)
+    os.close(write_end)
+    output, log = [], []
+    overflow = lambda: _kill_group(proc, wait=False)  # noqa: E731
+    readers = [threading.Thread(target=_drain,
+                                args=(os.fdopen(read_end, "rb"), limits.output_bytes, False, output, overflow)),
+               threading.Thread(target=_drain, args=(proc.stderr, limits.log_bytes, True, log))]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=limits.wall_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        _kill_group(proc)
+    for reader in readers:
+        reader.join(timeout=10)
+    if os.geteuid() == 0:
+        _kill_uid(UID_BASE + slot)
+    return RunResult(None if timed_out else proc.returncode, timed_out,
+                     output[0] if output else b"", bool(output and output[1]),
+                     (log[0] if log else b"").decode("utf-8", "replace"), time.monotonic() - start)
+
+
+def _kill_group(proc: subprocess.Popen, wait: bool = True) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if wait:
+        proc.wait()
+
+
+def _kill_uid(uid: int) -> None:
+    """Belt and braces: nothing may keep running as the slot's uid once its run is over."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if f"\nUid:\t{uid}\t" in status.read_text():
+                os.kill(int(status.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+@lru_cache(maxsize=1)
+def probe() -> str | None:
+    """None when sandboxing works here, else the reason it does not."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as job:
+        try:
+            result = run(Path(job), [sys.executable, "-c", "import os; os.write({fd}, b'ok')"],
+                         limits=Limits(wall_s=60))
+        except (SandboxUnavailable, OSError) as exc:
+            return str(exc)
+    if result.output != b"ok":
+        return f"bubblewrap could not start a sandbox (exit {result.returncode}): {result.log.strip()[-500:]}"
+    return None

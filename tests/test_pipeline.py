@@ -1,0 +1,115 @@
+"""The whole path once: execute a solution, submit samples, autograde, export, feedback."""
+import csv
+import json
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from grader import cli, course
+from grader.autograde import autograde
+from grader.samples import sample_answers
+from utils.execute import run_one
+
+AID = "03_building_models"
+
+
+def points(assignment_id):
+    nb = nbformat.read(course.find(assignment_id).source_dir / f"{assignment_id}.ipynb", as_version=4)
+    return {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course_dir = tmp_path_factory.mktemp("course")
+    assert cli.main(["samples", "--course-dir", str(course_dir)]) == 0
+    (course_dir / "submitted" / "stray" / "99_not_an_assignment").mkdir(parents=True)
+    (course_dir / "submitted" / "empty_handed" / AID).mkdir(parents=True)
+    lines = []
+    outcomes = {(o.student, o.assignment): o for o in autograde(course_dir, workers=2, report=lines.append)}
+    return course_dir, outcomes, lines
+
+
+def test_solution_executes_in_quick_mode_and_records_measurements(tmp_path, monkeypatch):
+    records = tmp_path / "m.jsonl"
+    monkeypatch.setenv("COURSE_RECORDS", str(records))
+    run = run_one(course.find(AID).source_dir / f"{AID}.ipynb", tmp_path, quick=True, device="cpu")
+    assert run.ok, run.error
+    assert (tmp_path / "executed" / f"{AID}.html").is_file()
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    t044 = [r for r in rows if r["tip"] == "T044"]
+    assert len(t044) >= 2 and {r["notebook"] for r in t044} == {AID}
+    assert all(r["median_s"] > 0 and r["quick"] and r["device"] == "cpu" for r in t044)
+
+
+def test_correct_answers_in_any_style_get_full_marks(graded):
+    _, outcomes, _ = graded
+    full = sum(points(AID).values())
+    for student in ("sample_correct", "sample_modulelist_style"):
+        outcome = outcomes[(student, AID)]
+        assert outcome.error is None and outcome.score == outcome.max_score == full, outcome
+
+
+def test_wrong_and_broken_answers_lose_points(graded):
+    course_dir, outcomes, _ = graded
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
+        def score(student, grade_id):
+            return gb.find_grade(grade_id, AID, AID, student).score
+        deep_mlp_tests = [g for g in points(AID) if "deep_mlp" in g]
+        assert deep_mlp_tests
+        for grade_id in deep_mlp_tests:  # the plain-list model fails every DeepMLP check
+            assert score("sample_plain_list", grade_id) == 0
+        assert outcomes[("sample_plain_list", AID)].score < outcomes[("sample_plain_list", AID)].max_score
+        assert outcomes[("sample_broken", AID)].score == 0
+
+
+def test_unusable_folders_are_reported_and_the_batch_goes_on(graded):
+    _, outcomes, lines = graded
+    assert "not an assignment" in outcomes[("stray", "99_not_an_assignment")].error
+    assert f"expected {AID}.ipynb" in outcomes[("empty_handed", AID)].error
+    assert any(line.startswith("[") and "sample_correct" in line for line in lines)
+    assert set(sample_answers(course.find(AID))) == {"correct", "modulelist_style", "plain_list", "broken"}
+
+
+def test_student_files_are_not_modified(graded):
+    course_dir, _, _ = graded
+    submitted = course_dir / "submitted" / "sample_correct" / AID / f"{AID}.ipynb"
+    nb = nbformat.read(submitted, as_version=4)
+    assert not any(c.metadata.get("tags") == ["injected-parameters"] for c in nb.cells)
+
+
+def test_export_writes_nbgrader_csv(graded, tmp_path):
+    course_dir, outcomes, _ = graded
+    out = tmp_path / "grades.csv"
+    assert cli.main(["export", "--course-dir", str(course_dir), "--to", str(out)]) == 0
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    for (student, assignment), outcome in outcomes.items():
+        if outcome.error is None:
+            assert rows[student]["assignment"] == assignment
+            assert float(rows[student]["score"]) == outcome.score
+            assert float(rows[student]["max_score"]) == outcome.max_score
+
+
+def test_feedback_pages_for_every_graded_student(graded):
+    course_dir, outcomes, _ = graded
+    assert cli.main(["feedback", "--course-dir", str(course_dir)]) == 0
+    for (student, assignment), outcome in outcomes.items():
+        if outcome.error is None:
+            assert (course_dir / "feedback" / student / assignment / f"{assignment}.html").is_file()
+
+
+def test_cli_exit_codes(graded, capsys, tmp_path):
+    course_dir, _, _ = graded
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "empty_handed"]) == 1
+    assert cli.main(["autograde", "--course-dir", str(tmp_path)]) == 2
+    assert "submitted" in capsys.readouterr().err
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--assignment", "nope"]) == 2
+    assert cli.main(["export", "--course-dir", str(tmp_path), "--to", str(tmp_path / "x.csv")]) == 2
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--workers", "0"]) == 2
+
+
+def test_assignments_lists_ids_and_release_paths(capsys):
+    assert cli.main(["assignments"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"{AID}\tnotebooks/{AID}/{AID}.ipynb" in lines

@@ -1,0 +1,29 @@
+import torch
+
+from utils import bench
+from utils.report import NotebookRun, build_report
+
+
+def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_file, tmp_path):
+    x = torch.rand(64, 64)
+    bench.compare("T013", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first", sizes={"N": 64})
+    bench.compare("T044", ("a", lambda: x + 1, {"parameters": 5}), ("b", lambda: x * 2), title="second")
+    executed = tmp_path / "executed" / "03_x.html"
+    executed.parent.mkdir()
+    executed.write_text("<html></html>")
+    runs = [NotebookRun("03_x", 12.3, True, executed), NotebookRun("04_y", 1.0, False, None, "boom <err>")]
+
+    page = build_report(records_file, tmp_path / "report.html", runs).read_text()
+
+    assert "Measurements (2)" in page
+    assert page.count('src="data:image/png;base64,') == 2
+    assert page.index('id="T013"') < page.index('id="T044"')
+    assert "first" in page and "second" in page and "parameters" in page
+    assert 'href="executed/03_x.html"' in page and "12.3 s" in page
+    assert "FAILED" in page and "boom &lt;err&gt;" in page
+    assert torch.__version__ in page  # the environment table
+
+
+def test_report_without_records_says_so(tmp_path):
+    page = build_report(tmp_path / "none.jsonl", tmp_path / "r.html").read_text()
+    assert "No measurements were recorded" in page
