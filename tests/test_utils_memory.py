@@ -49,3 +49,15 @@ def test_cuda_peak_counts_a_known_allocation():
                                     (3 * 2**30, "3.0 GiB"), (2**42, "4096.0 GiB")])
 def test_format_bytes(n, text):
     assert format_bytes(n) == text
+
+
+def test_freeing_an_older_tensor_is_silent_and_not_credited(capfd):
+    holder = {"old": torch.ones(1024, 1024)}
+
+    def drop_old_then_allocate():
+        holder.pop("old")
+        return torch.ones(256, 1024)  # 1 MiB
+
+    peak, _ = peak_memory(drop_old_then_allocate, "cpu")
+    assert 1 * MiB <= peak < 1.5 * MiB
+    assert capfd.readouterr().err == ""

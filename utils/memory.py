@@ -7,11 +7,16 @@ CPU: PyTorch keeps no allocator statistics on the CPU, and the process RSS is to
 (glibc caches freed pages, other threads allocate). Instead we run the call under
 ``torch.profiler`` with ``profile_memory=True``. Every tensor allocation and free made by
 PyTorch's CPU allocator is then reported as a memory event with its size; replaying them
-in time order gives the exact peak of live tensor bytes during the call. Memory that is
-not tensor storage (Python objects, NumPy arrays) is not counted, and the notebooks say so.
+in time order gives the exact peak of live tensor bytes allocated during the call. Frees of
+tensors that existed before the call are not credited (the profiler never saw their
+allocation), so the figure is "new tensor memory at its highest". Memory that is not tensor
+storage (Python objects, NumPy arrays) is not counted, and the notebooks say so.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from typing import Callable
 
 import torch
@@ -41,7 +46,7 @@ def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
 
 
 def _profiled_peak(fn: Callable[[], object]) -> int:
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
     del result
     events = [
@@ -54,6 +59,21 @@ def _profiled_peak(fn: Callable[[], object]) -> int:
         live += nbytes
         peak = max(peak, live)
     return int(peak)
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Silence the C++ allocator's notice ("Memory block of unknown size was allocated before the
+    profiling started") that every free of a pre-existing tensor prints straight to fd 2."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def format_bytes(n: float | None) -> str:
