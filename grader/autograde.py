@@ -1,28 +1,29 @@
-"""Grade every submission in a course directory with nbgrader, several at a time.
+"""Grade a class: every submission in a course directory, in parallel, with one gradebook writer.
 
 Submissions are read from ``DIR/submitted/<student>/<assignment>/<assignment>.ipynb`` and never
-modified: each is copied to a staging area (``DIR/.grader/staged``) with only the notebook and
-its timestamp, switched to QUICK mode through papermill's parameter injection (grading needs
-the answers, not long timing demos), and graded there by ``nbgrader autograde``, which writes
-the scores into the course's gradebook.
+modified. Worker processes (trusted, reused) each grade one submission at a time in a fresh
+sandbox (``grading.grade``); the main process alone writes the gradebook, the autograded
+notebooks and a ledger (``DIR/.grader/ledger``) that makes a killed run resumable: a
+submission whose notebook and grading code are unchanged since it was recorded is skipped.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 import os
-import shutil
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import nbformat
-
-from . import course
+from . import course, gradebook, grading, sandbox, submission
+from .checks import registry
 from .course import Assignment, CourseError
 
-STAGED = os.path.join(".grader", "staged")
-CELL_TIMEOUT_S = 300
+LEDGER = Path(".grader") / "ledger"
+UNSANDBOXED_WARNING = ("WARNING: grading WITHOUT the sandbox. Student code runs with this user's rights, "
+                       "can read and write its files and reach the network. Use only on a throw-away machine.")
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,20 @@ class Outcome:
     assignment: str
     score: float | None = None
     max_score: float | None = None
-    error: str | None = None
+    error: str | None = None       # not graded at all (grader failure, unknown assignment)
+    note: str = ""                 # graded, but the student should read this
+    skipped: bool = False          # unchanged since it was last graded
 
     def line(self) -> str:
         if self.error:
             return f"{self.student} {self.assignment}: NOT GRADED: {self.error}"
-        return f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
+        text = f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
+        return text + (" (unchanged, kept)" if self.skipped else "") + (f" [{self.note}]" if self.note else "")
 
 
 def discover(course_dir: Path, assignment_id: str | None = None,
              student_id: str | None = None) -> tuple[list[Submission], list[Outcome]]:
-    """Submissions to grade, plus outcomes for folders that cannot be graded (unknown assignment)."""
+    """Submissions to grade, plus outcomes for folders that are not assignments of this course."""
     submitted = course_dir / "submitted"
     if not submitted.is_dir():
         raise CourseError(f"{submitted} does not exist: expected submitted/<student>/<assignment>/<notebook>.ipynb")
@@ -66,78 +70,116 @@ def discover(course_dir: Path, assignment_id: str | None = None,
                 problems.append(Outcome(student_dir.name, folder.name, error="not an assignment of this course"))
                 continue
             found.append(Submission(student_dir.name, known[folder.name], folder))
+    if student_id is not None and not found and not problems:
+        raise CourseError(f"no submission from student {student_id!r} in {submitted}")
     return found, problems
 
 
-def _stage(course_dir: Path, sub: Submission) -> None:
-    """Copy the notebook (and timestamp) into the staging area, parameterised for QUICK mode."""
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
+# ---- worker side ------------------------------------------------------------------------------
 
-    source = sub.folder / sub.assignment.notebook_name
-    if not source.is_file():
-        present = ", ".join(sorted(p.name for p in sub.folder.iterdir())) or "nothing"
-        raise CourseError(f"expected {sub.assignment.notebook_name}, found {present}")
+_SLOT = 0
+
+
+def _init_worker(slots) -> None:
+    global _SLOT
+    _SLOT = slots.get()
+
+
+def _grade_in_worker(folder: Path, student: str, assignment_id: str, limits: sandbox.Limits, isolate: bool):
+    return grading.grade(folder, student, assignment_id, slot=_SLOT, limits=limits, isolate=isolate)
+
+
+# ---- main side --------------------------------------------------------------------------------
+
+def _ledger_path(course_dir: Path, sub: Submission) -> Path:
+    return course_dir / LEDGER / sub.student / f"{sub.assignment.id}.json"
+
+
+def _unchanged(course_dir: Path, sub: Submission, fingerprint: str) -> Outcome | None:
+    """The recorded outcome if this exact notebook was already graded by this exact grader."""
+    path = _ledger_path(course_dir, sub)
+    if not path.is_file():
+        return None
     try:
-        nb = load_notebook_node(str(source))  # nbformat.read plus the metadata papermill needs
-    except Exception as exc:  # nbformat raises several types for unreadable files
-        raise CourseError(f"{source.name} is not a readable notebook: {exc}") from exc
-    staged = course_dir / STAGED / sub.student / sub.assignment.id
-    if staged.exists():
-        shutil.rmtree(staged)
-    staged.mkdir(parents=True)
-    nbformat.write(parameterize_notebook(nb, {"QUICK": True}), staged / sub.assignment.notebook_name)
-    if (sub.folder / "timestamp.txt").is_file():
-        shutil.copy(sub.folder / "timestamp.txt", staged / "timestamp.txt")
+        entry = json.loads(path.read_text())
+        notebook, _ = submission.locate(sub.folder, sub.assignment.notebook_name)
+        digest = hashlib.sha256(notebook.read_bytes()).hexdigest()
+    except (ValueError, OSError, submission.Unreadable):
+        return None
+    if entry.get("sha256") != digest or entry.get("fingerprint") != fingerprint:
+        return None
+    return Outcome(sub.student, sub.assignment.id, entry["score"], entry["max_score"], note=entry.get("note", ""),
+                   skipped=True)
 
 
-def _grade_one(course_dir: Path, student: str, assignment_id: str) -> Outcome:
-    """Runs in a worker process: nbgrader autograde on one staged submission, score from the gradebook."""
-    import warnings
-
-    from nbgrader.api import Gradebook
-    from sqlalchemy.exc import SAWarning
-
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9 vs SQLAlchemy 2.x session notices
-    os.environ["COURSE_RECORDS"] = ""  # grading runs must not append to the course's measurements
-    api = course.nbgrader_api(course_dir, **{"CourseDirectory.submitted_directory": STAGED,
-                                             "Execute.timeout": CELL_TIMEOUT_S})
-    result = api.autograde(assignment_id, student, force=True, create=True)
-    if not result["success"]:
-        detail = (result.get("error") or result.get("log") or "unknown error").strip().splitlines()
-        return Outcome(student, assignment_id, error="nbgrader autograde failed: " + " | ".join(detail[-3:]))
-    with Gradebook(api.coursedir.db_url) as gb:
-        sub = gb.find_submission(assignment_id, student)
-        return Outcome(student, assignment_id, float(sub.score), float(sub.max_score))
+def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
+    """The single writer: gradebook first, then the autograded notebook, then the ledger."""
+    unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
+    score, max_score = gradebook.record(course_dir, sub.assignment, result, gradebook.read_timestamp(sub.folder),
+                                        unanswered)
+    gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
+    note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
+    if result.sha256:  # an unreadable notebook is graded again next time
+        path = _ledger_path(course_dir, sub)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"sha256": result.sha256, "fingerprint": fingerprint, "score": score,
+                                   "max_score": max_score, "note": note}))
+        os.replace(tmp, path)  # atomic: a kill leaves the old entry or the new one, never half
+    return Outcome(sub.student, sub.assignment.id, score, max_score, note=note)
 
 
 def autograde(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,
-              workers: int | None = None, report: Callable[[str], None] = print) -> list[Outcome]:
+              workers: int | None = None, report: Callable[[str], None] = print, force: bool = False,
+              isolate: bool = True, limits: sandbox.Limits = sandbox.Limits()) -> list[Outcome]:
     """Grade the matching submissions; one broken submission never stops the batch."""
     course_dir = course_dir.resolve()
+    if isolate:
+        reason = sandbox.probe()
+        if reason:
+            raise CourseError(f"refusing to grade: the sandbox cannot run here ({reason}). Install bubblewrap "
+                              "(apt-get install bubblewrap), or pass --no-sandbox to grade without isolation.")
+    else:
+        report(UNSANDBOXED_WARNING)
     subs, outcomes = discover(course_dir, assignment_id, student_id)
-    for assignment in {s.assignment for s in subs}:
-        course.prepare(course_dir, assignment)
-    runnable = []
-    for sub in subs:
-        try:
-            _stage(course_dir, sub)
-            runnable.append(sub)
-        except CourseError as exc:
-            outcomes.append(Outcome(sub.student, sub.assignment.id, error=str(exc)))
+    checks = registry()
     for outcome in outcomes:
         report(outcome.line())
-    workers = max(1, workers or os.cpu_count() or 1)
+    todo = []
+    for sub in subs:
+        if sub.assignment.id not in checks:
+            outcomes.append(Outcome(sub.student, sub.assignment.id, error="the grader has no checks for this assignment"))
+            report(outcomes[-1].line())
+        else:
+            todo.append(sub)
+    fingerprints = {}
+    for assignment in {s.assignment for s in todo}:
+        course.prepare(course_dir, assignment)
+        fingerprints[assignment.id] = grading.fingerprint(assignment.id)
+    runnable = []
+    for sub in todo:
+        kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id])
+        if kept:
+            outcomes.append(kept)
+        else:
+            runnable.append(sub)
+    if len(todo) > len(runnable):
+        report(f"{len(todo) - len(runnable)} submission(s) unchanged since they were graded: kept")
+    workers = max(1, min(workers or os.cpu_count() or 1, len(runnable) or 1))
     report(f"grading {len(runnable)} submission(s) with {workers} worker(s)")
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_grade_one, course_dir, s.student, s.assignment.id): s for s in runnable}
+    slots = context.Queue()
+    for slot in range(workers):
+        slots.put(slot)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
+        futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
+                   for s in runnable}
         for done, future in enumerate(as_completed(futures), start=1):
             sub = futures[future]
             try:
-                outcome = future.result()
-            except Exception as exc:  # a crashed worker is one student's problem, not the batch's
-                outcome = Outcome(sub.student, sub.assignment.id, error=f"grader crashed: {exc!r}")
+                outcome = _store(course_dir, sub, future.result(), fingerprints[sub.assignment.id])
+            except Exception as exc:  # a grader failure is one student's problem, not the batch's
+                outcome = Outcome(sub.student, sub.assignment.id, error=f"grader failure: {exc!r}")
             outcomes.append(outcome)
             report(f"[{done}/{len(runnable)}] {outcome.line()}")
     return outcomes

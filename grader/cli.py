@@ -40,12 +40,13 @@ def cmd_samples(args) -> int:
 def cmd_autograde(args) -> int:
     from .autograde import autograde
 
-    outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers)
+    outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers, force=args.force,
+                         isolate=not args.no_sandbox)
     failed = [o for o in outcomes if o.error]
-    graded = len(outcomes) - len(failed)
-    print(f"graded {graded} of {len(outcomes)} submission(s); gradebook: {args.course_dir / 'gradebook.db'}")
+    print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
+          f"gradebook: {args.course_dir / 'gradebook.db'}")
     if not outcomes:
-        print("no submissions matched", file=sys.stderr)
+        print("no submissions found", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -100,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment")
     p.add_argument("--student")
     p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel graders (default: cores)")
+    p.add_argument("--force", action="store_true", help="grade again even submissions that are unchanged")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="UNSAFE: run student code without bubblewrap isolation (rlimits and deadline only)")
     p.set_defaults(func=cmd_autograde)
     p = with_course_dir("export", "write the gradebook as nbgrader's CSV")
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)

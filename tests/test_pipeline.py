@@ -67,16 +67,19 @@ def test_wrong_and_broken_answers_lose_points(graded):
 def test_unusable_folders_are_reported_and_the_batch_goes_on(graded):
     _, outcomes, lines = graded
     assert "not an assignment" in outcomes[("stray", "99_not_an_assignment")].error
-    assert f"expected {AID}.ipynb" in outcomes[("empty_handed", AID)].error
+    empty = outcomes[("empty_handed", AID)]
+    assert empty.error is None and empty.score == 0 and f"expected {AID}.ipynb" in empty.note
     assert any(line.startswith("[") and "sample_correct" in line for line in lines)
     assert set(sample_answers(course.find(AID))) == {"correct", "modulelist_style", "plain_list", "broken"}
 
 
-def test_student_files_are_not_modified(graded):
+def test_feedback_notebook_holds_verdicts_not_hidden_checks(graded):
     course_dir, _, _ = graded
-    submitted = course_dir / "submitted" / "sample_correct" / AID / f"{AID}.ipynb"
-    nb = nbformat.read(submitted, as_version=4)
-    assert not any(c.metadata.get("tags") == ["injected-parameters"] for c in nb.cells)
+    nb = nbformat.read(course_dir / "autograded" / "sample_plain_list" / AID / f"{AID}.ipynb", as_version=4)
+    outputs = [o.text for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") for o in c.outputs]
+    assert any("not passed" in text and "registered" in text for text in outputs)
+    text = nbformat.writes(nb)
+    assert "BEGIN HIDDEN TESTS" not in text and "CONFIGS" not in text
 
 
 def test_export_writes_nbgrader_csv(graded, tmp_path):

@@ -1,0 +1,104 @@
+"""Trusted checks: they run in the grader's own process, never in the student's.
+
+Each assignment module defines ``CHECKS``: the probes to run in the sandbox (``grader/probes``),
+the inputs they get, and one check per graded test cell. A check receives the ``Evidence``
+(plain data sent back from the sandbox) and raises ``Fail`` with a message for the student;
+it recomputes expected values itself. Messages never quote the checks' code.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
+MODULES = ("building_models",)
+
+
+class Fail(Exception):
+    """A failed check; the message is shown to the student."""
+
+
+@dataclass
+class Evidence:
+    cells: dict[str, dict] = field(default_factory=dict)    # answer grade_id -> {"ok", "error", "output"}
+    probes: dict[str, object] = field(default_factory=dict)  # probe name -> plain data
+    failure: str | None = None                               # why the sandbox run ended early
+
+    def probe(self, name: str):
+        if name not in self.probes:
+            raise Fail(self.failure or f"the grader received no result for {name}")
+        return value(self.probes[name], name)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fraction: float
+    message: str
+
+
+@dataclass(frozen=True)
+class AssignmentChecks:
+    assignment: str
+    probe_module: str                                            # file name in grader/probes
+    inputs: Callable[[], dict]                                   # probe name -> plain inputs
+    tests: dict[str, Callable[[Evidence, dict], None]]           # test grade_id -> check
+
+    @property
+    def probe_files(self) -> list[Path]:
+        return [PROBES_DIR / "common.py", PROBES_DIR / f"{self.probe_module}.py"]
+
+    def judge(self, evidence: Evidence, inputs: dict) -> dict[str, Verdict]:
+        return {grade_id: _run(check, evidence, inputs) for grade_id, check in self.tests.items()}
+
+
+def _run(check, evidence: Evidence, inputs: dict) -> Verdict:
+    try:
+        check(evidence, inputs)
+    except Fail as failure:
+        return Verdict(0.0, str(failure))
+    except Exception as exc:  # malformed data from the sandbox: the check cannot pass
+        return Verdict(0.0, f"the answer's results could not be checked ({type(exc).__name__})")
+    return Verdict(1.0, "passed")
+
+
+def registry() -> dict[str, AssignmentChecks]:
+    checks = [importlib.import_module(f"{__name__}.{name}").CHECKS for name in MODULES]
+    return {c.assignment: c for c in checks}
+
+
+# ---- helpers for checks: validate plain data from the sandbox ---------------------------------
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise Fail(message)
+
+
+def value(data, what: str):
+    """``data`` unless it is the error marker a probe sends when the student's code raised."""
+    if isinstance(data, dict) and set(data) == {"error"}:
+        raise Fail(f"{what}: your code raised {data['error']}")
+    return data
+
+
+def tensor(data, what: str) -> torch.Tensor:
+    data = value(data, what)
+    if type(data) is not torch.Tensor:
+        raise Fail(f"{what} is not a plain torch.Tensor (got {str(data)[:80]!r})")
+    return data
+
+
+def close(actual, expected: torch.Tensor, what: str, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    actual = tensor(actual, what)
+    expect(actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    expect(actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+    if not torch.allclose(actual, expected, rtol=rtol, atol=atol):
+        worst = (actual.double() - expected.double()).abs().max().item()
+        raise Fail(f"{what}: values differ from the expected result (largest difference {worst:.3g})")
+
+
+def equal(actual, expected: torch.Tensor, what: str) -> None:
+    close(actual, expected, what, rtol=0.0, atol=0.0)

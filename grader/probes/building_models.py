@@ -1,0 +1,90 @@
+"""Probes for 03_building_models (run in the sandbox; see common.py)."""
+import torch
+from torch import nn
+
+
+def _linears(model):
+    return [{"weight": plain(m.weight), "bias": None if m.bias is None else plain(m.bias)}
+            for m in model.modules() if isinstance(m, nn.Linear)]
+
+
+def _deep_mlp_once(cls, config, x):
+    torch.manual_seed(0)
+    model = cls(*config)
+    params = list(model.parameters())
+    record = {
+        "param_shapes": [list(p.shape) for p in params],
+        "param_objects_unique": len({id(p) for p in params}) == len(params),
+        "state_dict": {str(k): plain(v) for k, v in model.state_dict().items()},
+        "optimizer_numel": sum(p.numel() for g in torch.optim.SGD(params, lr=0.1).param_groups for p in g["params"]),
+    }
+    last = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == config[2]]
+    if len(last) == 1 and last[0].bias is not None:
+        with torch.no_grad():  # mostly negative outputs: a ReLU after the last layer would show
+            last[0].bias.fill_(-1.0)
+    record["linears"] = _linears(model)
+    out = model(x)
+    record["output"] = plain(out)
+    record["grads"] = attempt(lambda: (out.pow(2).sum().backward(), [p.grad is not None for p in params])[1])
+    record["output_eval"] = attempt(lambda: plain(model.eval()(x)))
+    return record
+
+
+def _deep_mlp_moved(cls, config, x):
+    torch.manual_seed(0)
+    model = cls(*config).to(torch.float64)
+    record = {"dtypes": [str(p.dtype) for p in model.parameters()], "linears": _linears(model),
+              "output": attempt(lambda: plain(model(x.double())))}
+    meta = cls(*config).to("meta")
+    record["meta_devices"] = [p.device.type for p in meta.parameters()]
+    record["meta_output"] = attempt(lambda: (lambda y: [y.device.type, list(y.shape)])(
+        meta(torch.empty(x.shape[0], config[0], device="meta"))))
+    return record
+
+
+def deep_mlp(namespace, inputs):
+    cls = lookup(namespace, "DeepMLP", nn.Module)
+    results = []
+    for config in inputs["configs"]:
+        x = inputs["x"][:, : config[0]]
+        results.append({"plain": attempt(_deep_mlp_once, cls, config, x),
+                        "moved": attempt(_deep_mlp_moved, cls, config, x)})
+    return results
+
+
+def fold_input_scale(namespace, inputs):
+    fold = lookup(namespace, "fold_input_scale")
+    results = []
+    for case in inputs["cases"]:
+        def one(case=case):
+            conv = nn.Conv2d(**case["hyper"], bias=case["bias"] is not None)
+            with torch.no_grad():
+                conv.weight.copy_(case["weight"])
+                if conv.bias is not None:
+                    conv.bias.copy_(case["bias"])
+            new = fold(conv, case["scale"])
+            record = {"type_is_conv2d": type(new) is nn.Conv2d, "type_name": type(new).__name__}
+            if not isinstance(new, nn.Conv2d):
+                return record
+            record.update({
+                "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in
+                          (("in_channels", new.in_channels), ("out_channels", new.out_channels),
+                           ("kernel_size", new.kernel_size), ("stride", new.stride), ("padding", new.padding),
+                           ("dilation", new.dilation), ("groups", new.groups))},
+                "weight": plain(new.weight), "bias": None if new.bias is None else plain(new.bias),
+                "param_names": sorted(n for n, _ in new.named_parameters()),
+                "params_are_parameters": all(type(p) is nn.Parameter for p in new.parameters()),
+                "shares_objects": new is conv or new.weight is conv.weight
+                or (new.bias is not None and new.bias is conv.bias),
+                "output": attempt(lambda: plain(new(case["x"]))),
+                "input_after_call": {"weight": plain(conv.weight),
+                                     "bias": None if conv.bias is None else plain(conv.bias)},
+            })
+            with torch.no_grad():
+                for p in new.parameters():
+                    p.add_(1.0)
+            record["input_after_edit"] = {"weight": plain(conv.weight),
+                                          "bias": None if conv.bias is None else plain(conv.bias)}
+            return record
+        results.append(attempt(one))
+    return results

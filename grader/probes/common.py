@@ -1,0 +1,30 @@
+"""Helpers for probes. Probes run INSIDE the sandbox, after the student's code: they call the
+student's functions on inputs chosen by the grader and return plain data (tensors, numbers,
+strings, lists, dicts). They hold no expected answers; the trusted checks decide."""
+import torch
+from torch import nn
+
+
+def plain(value):
+    """An exact-type tensor copy, or a marker saying what the value was instead."""
+    if type(value) in (torch.Tensor, nn.Parameter):
+        return torch.Tensor.detach(value).clone().contiguous()
+    return f"<not a tensor: {type(value).__name__}>"
+
+
+def attempt(fn, *args, **kwargs):
+    """fn's result, or {"error": "..."} if it raised (the student's code may raise anything)."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+
+
+def lookup(namespace, name, kind=None):
+    """The student's object, with a clear error when it is missing."""
+    if name not in namespace:
+        raise NameError(f"{name} is not defined: did the answer cell run without errors?")
+    value = namespace[name]
+    if kind is not None and not (isinstance(value, type) and issubclass(value, kind)):
+        raise TypeError(f"{name} should be a subclass of {kind.__name__}")
+    return value

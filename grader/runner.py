@@ -1,0 +1,106 @@
+"""Runs INSIDE the sandbox, as the student's process: nothing it reports is trusted.
+
+    python runner.py JOB_DIR FD
+
+Reads ``JOB_DIR/job.json`` (setup cells from the course's source, the student's answer cells,
+probe names), executes the cells in an IPython shell (so magics work as in Jupyter), then runs
+each probe from the job's probe files against the resulting namespace with inputs from
+``JOB_DIR/inputs.pt``. Every result is streamed to file descriptor FD as a length-prefixed
+``torch.save`` frame of plain data; the trusted grader loads each frame with
+``weights_only=True`` and recomputes what it can. Frames are sent as soon as they exist, so
+a submission that later kills this process keeps the results it had earned.
+"""
+import io
+import json
+import os
+import signal
+import struct
+import sys
+
+TEXT_LIMIT = 4000
+
+
+def main(job_dir: str, fd: int) -> None:
+    import torch
+
+    write, save, BytesIO, pack = os.write, torch.save, io.BytesIO, struct.pack  # bound before student code runs
+
+    def send(kind: str, name: str, data) -> None:
+        buffer = BytesIO()
+        save({"kind": kind, "name": name, "data": data}, buffer)
+        payload = buffer.getvalue()
+        frame = pack(">I", len(payload)) + payload
+        while frame:
+            frame = frame[write(fd, frame):]
+
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    inputs_path = os.path.join(job_dir, "inputs.pt")
+    inputs = torch.load(inputs_path, weights_only=True) if os.path.exists(inputs_path) else {}
+    torch.set_num_threads(1)
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config, colors="nocolor")
+    for index, source in enumerate(job["setup"]):
+        ok, error, _ = _run_cell(shell, capture_output, source, job["cell_s"])
+        if not ok:
+            send("setup", str(index), {"error": error})
+    for grade_id, source in job["answers"].items():
+        ok, error, text = _run_cell(shell, capture_output, source, job["cell_s"])
+        send("cell", grade_id, {"ok": ok, "error": error, "output": text})
+
+    probes: dict = {"__name__": "probes"}
+    for name in job["probe_files"]:
+        with open(os.path.join(job_dir, name), encoding="utf-8") as f:
+            exec(compile(f.read(), name, "exec"), probes)
+    for name in job["probes"]:
+        try:
+            with _deadline(job["cell_s"]):
+                data = probes[name](shell.user_ns, inputs.get(name))
+        except BaseException as exc:  # the student's code may raise anything, SystemExit included
+            data = {"error": _describe(exc)}
+        send("probe", name, data)
+    send("done", "", None)
+
+
+def _run_cell(shell, capture_output, source: str, seconds: int):
+    """(ok, error text or None, captured output) for one cell."""
+    try:
+        with capture_output() as captured, _deadline(seconds):
+            result = shell.run_cell(source, store_history=False, silent=True)
+        error = result.error_before_exec or result.error_in_exec
+    except BaseException as exc:
+        captured, error = None, exc
+    text = "" if captured is None else (captured.stdout + captured.stderr)[-TEXT_LIMIT:]
+    return error is None, None if error is None else _describe(error), text
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT]
+
+
+class _deadline:
+    """Raise TimeoutError in the main thread after ``seconds`` (the sandbox also has a hard limit)."""
+
+    def __init__(self, seconds: int):
+        self.seconds = seconds
+
+    def __enter__(self):
+        def expire(signum, frame):
+            raise TimeoutError(f"took longer than {self.seconds} s")
+        self.previous = signal.signal(signal.SIGALRM, expire)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.previous)
+        return False
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,355 @@
+"""Cheats, broken submissions and honest students, graded in ONE batch.
+
+Every category of DESIGN.md's threat model has at least one submission here. The batch must
+give every honest student full marks, no cheat more than an untouched stub, leave the
+gradebook, the repo and other students' files alone, and leave no process running.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course, sandbox
+from grader.autograde import autograde
+from grader.samples import fill, solution_answers
+
+pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"sandbox unavailable: {sandbox.probe()}")
+
+AID = "03_building_models"
+REPO = course.REPO_ROOT
+LIMITS = sandbox.Limits(wall_s=90, cell_s=8)
+
+WRONG_MLP = """
+class DeepMLP(nn.Module):          # hidden layers in a plain list: not registered
+    def __init__(self, i, h, o, n):
+        super().__init__()
+        self.first, self.last = nn.Linear(i, h), nn.Linear(h, o)
+        self.hidden = [nn.Linear(h, h) for _ in range(n)]
+    def forward(self, x):
+        x = torch.relu(self.first(x))
+        for layer in self.hidden:
+            x = torch.relu(layer(x))
+        return self.last(x)
+"""
+
+# student -> answer code per grade id (cells not given stay the released stub)
+CHEATS = {
+    "cheat_patch_comparisons": {"deep_mlp": WRONG_MLP + """
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.testing.assert_close = lambda *a, **k: None
+torch.Tensor.__eq__ = lambda self, other: torch.tensor(True)
+"""},
+    "cheat_patch_builtins": {"deep_mlp": WRONG_MLP + """
+import builtins
+builtins.isinstance = lambda *a: True
+builtins.sorted = lambda x, **k: list(x)
+"""},
+    "cheat_patch_sys_modules": {"deep_mlp": WRONG_MLP + """
+import sys, types
+fake = types.ModuleType("torch.testing")
+fake.assert_close = lambda *a, **k: None
+sys.modules["torch.testing"] = fake
+sys.modules["json"] = fake
+"""},
+    "cheat_patch_ipython_errors": {"deep_mlp": """
+get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)
+raise RuntimeError("hidden by the custom handler")
+"""},
+    "cheat_fake_parameters": {"deep_mlp": WRONG_MLP + """
+_real_parameters = nn.Module.parameters
+def _parameters(self, recurse=True):
+    yield from _real_parameters(self, recurse)
+    for layer in getattr(self, "hidden", []):
+        yield from _real_parameters(layer, recurse)
+nn.Module.parameters = _parameters
+"""},
+    "cheat_lying_eq": {"fold_input_scale": """
+class Liar:
+    def __eq__(self, other): return True
+    def __getattr__(self, name): return Liar()
+    def __call__(self, *a, **k): return Liar()
+def fold_input_scale(conv, scale):
+    return Liar()
+"""},
+    "cheat_tensor_subclass": {"fold_input_scale": """
+class Agreeable(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return True
+class Conv(nn.Conv2d):
+    def forward(self, x):
+        return super().forward(x).as_subclass(Agreeable)
+def fold_input_scale(conv, scale):
+    new = Conv(conv.in_channels, conv.out_channels, conv.kernel_size)
+    return new
+""", "deep_mlp": """
+class Agreeable(torch.Tensor):
+    pass
+class DeepMLP(nn.Module):
+    def __init__(self, i, h, o, n):
+        super().__init__()
+        self.o = o
+    def forward(self, x):
+        return torch.zeros(x.shape[0], self.o).as_subclass(Agreeable)
+"""},
+    "cheat_read_solutions": {"deep_mlp": f"""
+import glob, json, os
+_found = []
+for pattern in ["{REPO}/solutions/*/*.ipynb", "{REPO}/grader/checks/*.py", "/work/**/*.ipynb", "/root/**/*.ipynb",
+                "/tmp/**/*.ipynb", "/**/building_models.py"]:
+    _found += glob.glob(pattern, recursive=True)[:20]
+for _path in _found:
+    if _path.endswith(".ipynb"):
+        for _cell in json.load(open(_path))["cells"]:
+            if "class DeepMLP" in "".join(_cell["source"]) and "BEGIN SOLUTION" in "".join(_cell["source"]):
+                exec("".join(_cell["source"]))
+"""},
+    "cheat_kill_process": {"deep_mlp": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"},
+    "cheat_infinite_loop": {"deep_mlp": "while True:\n    pass", "fold_input_scale": "while True:\n    pass"},
+    "cheat_huge_memory": {"deep_mlp": "hog = torch.empty(2**40)\nkeep = [bytearray(2**30) for _ in range(64)]"},
+    "cheat_fork_bomb": {"deep_mlp": "import os\nwhile True:\n    os.fork()"},
+    "cheat_exit": {"deep_mlp": "import sys\nsys.exit(0)", "fold_input_scale": "import os\nos._exit(0)"},
+    "cheat_flood_output": {"deep_mlp": "for _ in range(200_000):\n    print('x' * 1000)"},
+    "cheat_fake_frames": {"deep_mlp": """
+import io, os, struct, sys
+def _frame(kind, name, data):
+    buf = io.BytesIO(); torch.save({"kind": kind, "name": name, "data": data}, buf)
+    return struct.pack(">I", len(buf.getvalue())) + buf.getvalue()
+_fd = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 3
+for _name in ("deep_mlp", "fold_input_scale"):
+    try:
+        os.write(_fd, _frame("probe", _name, "passed"))
+    except OSError:
+        pass
+"""},
+}
+
+
+def _background_cheats(course_dir: Path) -> dict:
+    gradebook, victim = course_dir / "gradebook.db", course_dir / "submitted" / "honest_reference" / AID / f"{AID}.ipynb"
+    return {
+        "cheat_background_writer": {"deep_mlp": f"""
+import subprocess, os
+subprocess.Popen(["sh", "-c", "sleep 4242; echo hacked > {gradebook}"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    import time; time.sleep(3)
+    open("{gradebook}", "w").write("hacked")
+    os._exit(0)
+"""},
+        "cheat_write_files": {"deep_mlp": f"""
+for _path, _text in [("{gradebook}", "hacked"), ("{victim}", "{{}}"), ("{REPO}/grader/checks/__init__.py", "")]:
+    try:
+        open(_path, "w").write(_text)
+    except OSError:
+        pass
+"""},
+    }
+
+
+def _honest(course_dir: Path) -> dict:
+    correct = solution_answers(course.find(AID))
+    noisy = {k: "import sys, warnings\nwarnings.warn('deprecated thing', DeprecationWarning)\n"
+                "print('to stderr', file=sys.stderr)\n" + v for k, v in correct.items()}
+    return {"honest_reference": (correct, None), "honest_noisy": (noisy, None),
+            "honest_tests_deleted": (correct, _delete_tests), "honest_metadata_edited": (correct, _edit_metadata)}
+
+
+def _delete_tests(nb):
+    nb.cells = [c for c in nb.cells if not c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def _edit_metadata(nb):
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["points"] = 100
+            cell.source = "pass"
+        if meta.get("grade_id") == "imports":
+            cell.source = "raise SystemExit('no setup for you')"
+    nb.metadata["kernelspec"] = {"name": "something-else", "display_name": "X", "language": "python"}
+
+
+def _cheat_metadata(nb):
+    _edit_metadata(nb)
+    extra = nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {"grade": True, "grade_id": "bonus", "points": 50,
+                                                                     "solution": False, "locked": True}})
+    nb.cells.append(extra)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_deep_mlp_forward":
+            cell.cell_type = "markdown"
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+
+
+def _hash_tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _repo_state() -> tuple:
+    """Tracked files' status plus the contents of the code and the graded source."""
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                            capture_output=True, text=True).stdout
+    return status, _hash_tree(REPO / "grader"), _hash_tree(REPO / "utils"), _hash_tree(REPO / "solutions" / AID)
+
+
+def _stray_processes() -> list[str]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            uid = int(text.split("\nUid:\t")[1].split("\t")[0])
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if sandbox.UID_BASE <= uid < sandbox.UID_BASE + 1000 or b"4242" in cmdline:
+            found.append(f"{status.parent.name}: {cmdline!r}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    course_dir = tmp_path_factory.mktemp("adversarial")
+    course.prepare(course_dir, course.find(AID))
+    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
+
+    def submit(student, answers, mutate=None, files=None, name=f"{AID}.ipynb"):
+        nb = fill(release, answers)
+        if mutate:
+            mutate(nb)
+        folder = course_dir / "submitted" / student / AID
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / name)
+        for file_name, text in (files or {}).items():
+            (folder / file_name).write_text(text)
+
+    submit("stub", {})
+    for student, (answers, mutate) in _honest(course_dir).items():
+        submit(student, answers, mutate)
+    shadow = {name: "raise SystemExit('shadow module imported')\n"
+              for name in ("torch.py", "utils.py", "IPython.py", "sitecustomize.py", "json.py", "nbgrader.py")}
+    submit("honest_extra_files", solution_answers(course.find(AID)), files=shadow)
+    submit("honest_renamed", solution_answers(course.find(AID)), name="my work (1).ipynb")
+    for student, answers in {**CHEATS, **_background_cheats(course_dir)}.items():
+        submit(student, answers)
+    submit("cheat_edit_metadata", {}, _cheat_metadata)
+    submit("cheat_shadow_files", {}, files=shadow)
+    folder = course_dir / "submitted"
+    for student, content in {"broken_invalid_json": b'{"cells": [', "broken_not_utf8": b"\xff\xfe\x00garbage",
+                             "broken_not_a_notebook": b'{"hello": "world"}'}.items():
+        (folder / student / AID).mkdir(parents=True)
+        (folder / student / AID / f"{AID}.ipynb").write_bytes(content)
+    (folder / "broken_missing" / AID).mkdir(parents=True)
+    (folder / "broken_missing" / AID / "answers.txt").write_text("I forgot the notebook")
+
+    others_before = _hash_tree(folder)
+    repo_before = _repo_state()
+    lines = []
+    outcomes = autograde(course_dir, workers=2, report=lines.append, limits=LIMITS)
+    time.sleep(5)  # give delayed writers their chance
+    return {"dir": course_dir, "outcomes": {o.student: o for o in outcomes}, "lines": lines,
+            "others_before": others_before, "repo_before": repo_before}
+
+
+def test_every_submission_gets_a_score(batch):
+    for student, outcome in batch["outcomes"].items():
+        assert outcome.error is None, outcome.line()
+        assert outcome.max_score == 10, outcome.line()
+
+
+def test_honest_students_keep_full_marks(batch):
+    honest = {s: o for s, o in batch["outcomes"].items() if s.startswith("honest_")}
+    assert len(honest) == 6
+    for student, outcome in honest.items():
+        assert outcome.score == 10, outcome.line()
+
+
+def test_no_cheat_scores_above_an_untouched_stub(batch):
+    stub = batch["outcomes"]["stub"].score
+    cheats = {s: o for s, o in batch["outcomes"].items() if s.startswith("cheat_")}
+    assert len(cheats) == len(CHEATS) + 4  # + background writer, file writer, metadata edits, shadow files
+    for student, outcome in cheats.items():
+        assert outcome.score <= stub, outcome.line()
+
+
+def test_broken_submissions_get_clear_messages(batch):
+    expected = {"broken_invalid_json": "not valid JSON", "broken_not_utf8": "not UTF-8",
+                "broken_not_a_notebook": "not a Jupyter notebook", "broken_missing": "found answers.txt"}
+    for student, message in expected.items():
+        outcome = batch["outcomes"][student]
+        assert outcome.score == 0 and message in outcome.note, outcome.line()
+    assert "named 03_building_models.ipynb" in batch["outcomes"]["honest_renamed"].note
+    assert "kernel 'something-else' was ignored" in batch["outcomes"]["honest_metadata_edited"].note
+
+
+def test_gradebook_holds_exactly_the_reported_scores(batch, tmp_path):
+    from grader import cli
+
+    out = tmp_path / "grades.csv"
+    assert cli.main(["export", "--course-dir", str(batch["dir"]), "--to", str(out)]) == 0
+    import csv
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert set(rows) == set(batch["outcomes"])
+    for student, outcome in batch["outcomes"].items():
+        assert float(rows[student]["score"]) == outcome.score
+        assert float(rows[student]["max_score"]) == 10
+
+
+def test_files_and_repo_untouched_and_nothing_left_running(batch):
+    assert _hash_tree(batch["dir"] / "submitted") == batch["others_before"]
+    assert _repo_state() == batch["repo_before"]
+    assert _stray_processes() == []
+
+
+def test_feedback_reveals_no_hidden_checks(batch):
+    from grader import cli
+
+    assert cli.main(["feedback", "--course-dir", str(batch["dir"])]) == 0
+    checks_source = (REPO / "grader" / "checks" / "building_models.py").read_text()
+    secret_lines = [line.strip() for line in checks_source.splitlines() if "expect(" in line][:5]
+    for page in (batch["dir"] / "feedback").glob("*/*/*.html"):
+        text = page.read_text()
+        assert "CONFIGS" not in text and "FOLD_CASES" not in text
+        assert not any(line in text for line in secret_lines)
+
+
+def test_grading_is_deterministic(batch):
+    course_dir = batch["dir"]
+    again = autograde(course_dir, student_id="honest_reference", workers=1, report=lambda _: None, force=True,
+                      limits=LIMITS)
+    assert [o.score for o in again] == [batch["outcomes"]["honest_reference"].score]
+    again = autograde(course_dir, student_id="cheat_fake_parameters", workers=1, report=lambda _: None, force=True,
+                      limits=LIMITS)
+    assert [o.score for o in again] == [batch["outcomes"]["cheat_fake_parameters"].score]
+
+
+def test_a_killed_run_resumes_without_losing_or_doubling(tmp_path):
+    course_dir = tmp_path / "course"
+    course.prepare(course_dir, course.find(AID))
+    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
+    students = [f"s{i}" for i in range(4)]
+    for student in students:
+        folder = course_dir / "submitted" / student / AID
+        folder.mkdir(parents=True)
+        nbformat.write(fill(release, solution_answers(course.find(AID))), folder / f"{AID}.ipynb")
+    proc = subprocess.Popen([os.sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir),
+                             "--workers", "1"], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if line.startswith("[1/"):
+            os.killpg(proc.pid, 9)
+            break
+    proc.wait()
+    outcomes = autograde(course_dir, workers=2, report=lambda _: None, limits=LIMITS)
+    assert sorted(o.student for o in outcomes) == students
+    assert sum(o.skipped for o in outcomes) >= 1
+    assert all(o.score == 10 for o in outcomes)
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
+        assert sorted(s.student.id for s in gb.find_assignment(AID).submissions) == students

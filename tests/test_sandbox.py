@@ -1,0 +1,96 @@
+"""The sandbox itself: what untrusted code can and cannot do inside it."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import sandbox
+
+pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"sandbox unavailable: {sandbox.probe()}")
+
+FAST = sandbox.Limits(wall_s=20, cpu_s=10)
+
+
+def run(tmp_path, code, limits=FAST):
+    return sandbox.run(tmp_path, [sys.executable, "-c", code], slot=3, limits=limits)
+
+
+def test_results_come_back_through_the_pipe(tmp_path):
+    assert run(tmp_path, "import os; os.write({fd}, b'hello')").output == b"hello"
+
+
+def test_no_network(tmp_path):
+    out = run(tmp_path, "import socket, os\ntry:\n socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+                        "except OSError as e: os.write({fd}, type(e).__name__.encode())").output
+    assert out in (b"OSError", b"ConnectionRefusedError", b"TimeoutError") or b"Error" in out
+
+
+def test_private_filesystem(tmp_path):
+    (tmp_path / "job.txt").write_text("visible")
+    tmp_path.chmod(0o755)
+    (tmp_path / "job.txt").chmod(0o644)
+    code = ("import os, json\n"
+            "seen = {p: os.path.exists(p) for p in [%r, %r, %r, '/job/job.txt', os.path.expanduser('~/.bashrc')]}\n"
+            "try:\n open('/job/new', 'w'); seen['job_writable'] = True\n"
+            "except OSError: seen['job_writable'] = False\n"
+            "os.write({fd}, json.dumps(seen).encode())") % (
+        str(Path(__file__).resolve().parent.parent / "grader"), str(Path(__file__).resolve().parent.parent / "solutions"),
+        str(Path(__file__).resolve()))
+    import json
+    seen = json.loads(run(tmp_path, code).output)
+    assert seen.pop("/job/job.txt") is True
+    assert not any(seen.values()), seen
+
+
+def test_wall_clock_limit(tmp_path):
+    result = run(tmp_path, "while True: pass", sandbox.Limits(wall_s=2, cpu_s=60))
+    assert result.timed_out and result.seconds < 10
+
+
+def test_cpu_limit(tmp_path):
+    result = run(tmp_path, "while True: pass", sandbox.Limits(wall_s=30, cpu_s=1))
+    assert not result.timed_out and result.returncode != 0 and result.seconds < 20
+
+
+def test_memory_limit(tmp_path):
+    out = run(tmp_path, "import os\ntry:\n x = bytearray(20 * 2**30)\nexcept MemoryError: os.write({fd}, b'MemoryError')")
+    assert out.output == b"MemoryError"
+
+
+def test_process_limit_stops_a_fork_bomb(tmp_path):
+    code = ("import os, time\nn = 0\ntry:\n while True:\n  if os.fork() == 0: time.sleep(60); os._exit(0)\n  n += 1\n"
+            "except OSError: os.write({fd}, str(n).encode())")
+    result = run(tmp_path, code)
+    assert result.output and int(result.output) < 1000
+
+
+def test_no_process_outlives_its_run(tmp_path):
+    code = ("import subprocess, os\n"
+            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "if os.fork() == 0:\n os.setsid(); import time; time.sleep(300)\n"
+            "os.write({fd}, b'left children behind')")
+    assert run(tmp_path, code).output == b"left children behind"
+    assert not [pid for pid in _pids_with("sleep") if pid != os.getpid()]
+
+
+def test_output_flood_is_cut_off_early(tmp_path):
+    result = run(tmp_path, "import os\nwhile True: os.write({fd}, b'x' * 65536)", sandbox.Limits(wall_s=30, output_bytes=2**20))
+    assert result.output_truncated and len(result.output) == 2**20 and result.seconds < 15
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid switching is the root mode")
+def test_runs_as_an_unprivileged_uid(tmp_path):
+    out = run(tmp_path, "import os; os.write({fd}, str(os.getuid()).encode())").output
+    assert int(out) == sandbox.UID_BASE + 3
+
+
+def _pids_with(word):
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if word.encode() in cmdline.read_bytes() and b"300" in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return pids
