@@ -7,9 +7,15 @@ COURSE := build/course
 # nbgrader calls the `alembic` executable by name: the venv's bin/ must be on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: env notebooks run test lab report clean
+.PHONY: env system-tools notebooks run test lab clean
 
-env: $(STAMP)
+env: $(STAMP) system-tools
+
+## The grader runs student code under bubblewrap (Debian package); install it when missing.
+system-tools:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'" >&2; exit 1; fi; }
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -90,6 +90,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int = 0,
         run = sandbox.run(job_dir, [sys.executable, f"{job_path}/runner.py", job_path, "{fd}"], slot=slot,
                           limits=limits, isolate=isolate)
     evidence = parse(run, limits)
+    evidence.sources = dict(answers.cells)
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
     if evidence.failure:

@@ -46,6 +46,10 @@ def main(job_dir: str, fd: int) -> None:
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config, colors="nocolor")
+    probes: dict = {"__name__": "probes"}  # loaded before any student code, so they hold the real objects
+    for name in job["probe_files"]:
+        with open(os.path.join(job_dir, name), encoding="utf-8") as f:
+            exec(compile(f.read(), name, "exec"), probes)
     for index, source in enumerate(job["setup"]):
         ok, error, _ = _run_cell(shell, capture_output, source, job["cell_s"])
         if not ok:
@@ -54,10 +58,6 @@ def main(job_dir: str, fd: int) -> None:
         ok, error, text = _run_cell(shell, capture_output, source, job["cell_s"])
         send("cell", grade_id, {"ok": ok, "error": error, "output": text})
 
-    probes: dict = {"__name__": "probes"}
-    for name in job["probe_files"]:
-        with open(os.path.join(job_dir, name), encoding="utf-8") as f:
-            exec(compile(f.read(), name, "exec"), probes)
     for name in job["probes"]:
         try:
             with _deadline(job["cell_s"]):

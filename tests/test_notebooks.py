@@ -13,6 +13,7 @@ REPO = course.REPO_ROOT
 CURRICULUM = REPO.parent / "shared" / "CURRICULUM.md"
 # Tips each notebook must teach (CURRICULUM.md); grows as notebooks are added.
 EXPECTED_TIPS = {
+    "02_tensor_toolbox": [f"T{n:03d}" for n in range(21, 38)],
     "03_building_models": [f"T{n:03d}" for n in range(38, 54)],
 }
 

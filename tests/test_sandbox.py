@@ -7,13 +7,16 @@ import pytest
 
 from grader import sandbox
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"sandbox unavailable: {sandbox.probe()}")
 
 FAST = sandbox.Limits(wall_s=20, cpu_s=10)
 
 
 def run(tmp_path, code, limits=FAST):
     return sandbox.run(tmp_path, [sys.executable, "-c", code], slot=3, limits=limits)
+
+
+def test_sandbox_is_available_here():
+    assert sandbox.probe() is None  # `make test` installs bubblewrap; without it grading refuses to run
 
 
 def test_results_come_back_through_the_pipe(tmp_path):

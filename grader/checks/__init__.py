@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
-MODULES = ("building_models",)
+MODULES = ("building_models", "tensor_toolbox")
 
 
 class Fail(Exception):
@@ -26,6 +26,7 @@ class Fail(Exception):
 class Evidence:
     cells: dict[str, dict] = field(default_factory=dict)    # answer grade_id -> {"ok", "error", "output"}
     probes: dict[str, object] = field(default_factory=dict)  # probe name -> plain data
+    sources: dict[str, str] = field(default_factory=dict)    # answer grade_id -> the student's code (trusted copy)
     failure: str | None = None                               # why the sandbox run ended early
 
     def probe(self, name: str):
@@ -102,3 +103,23 @@ def close(actual, expected: torch.Tensor, what: str, rtol: float = 1e-5, atol: f
 
 def equal(actual, expected: torch.Tensor, what: str) -> None:
     close(actual, expected, what, rtol=0.0, atol=0.0)
+
+
+def uses(source: str, names: set[str]) -> set[str]:
+    """Which of ``names`` the code reaches by attribute (``F.one_hot``) or import: a static look
+    at the student's source, done here, so nothing in the sandbox can hide it."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.add(node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {a.name.rsplit(".", 1)[-1] for a in node.names} & names
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            found.add(node.value)  # getattr(F, "one_hot")
+    return found

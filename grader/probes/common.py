@@ -28,3 +28,46 @@ def lookup(namespace, name, kind=None):
     if kind is not None and not (isinstance(value, type) and issubclass(value, kind)):
         raise TypeError(f"{name} should be a subclass of {kind.__name__}")
     return value
+
+
+_TorchFunctionMode = torch.overrides.TorchFunctionMode
+_settrace = __import__("sys").settrace
+
+
+class _OpLog(_TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(getattr(func, "__name__", func))[:80])
+        return func(*args, **(kwargs or {}))
+
+
+def torch_ops(fn, *args):
+    """The torch functions and methods ``fn(*args)`` called, and how many calls it made."""
+    log = _OpLog()
+    with log:
+        fn(*args)
+    return {"names": sorted(set(log.names))[:300], "count": len(log.names)}
+
+
+def student_lines(fn, *args) -> int:
+    """How many lines of the student's own code ran during ``fn(*args)`` (a loop over the data
+    makes this grow with the data; vectorised code does not)."""
+    count = [0]
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code.co_filename.startswith("<ipython-input") else None
+
+    _settrace(tracer)
+    try:
+        fn(*args)
+    finally:
+        _settrace(None)
+    return count[0]
