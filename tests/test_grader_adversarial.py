@@ -5,7 +5,6 @@ give every honest student full marks, no cheat more than an untouched stub, leav
 gradebook, the repo and other students' files alone, and leave no process running.
 """
 import hashlib
-import json
 import os
 import subprocess
 import time
@@ -130,6 +129,48 @@ for _name in ("deep_mlp", "fold_input_scale"):
 }
 
 
+# The other required exercises: cheats without a working answer, each against its own stub.
+OTHER_CHEATS = {
+    "cheat_one_hot_liar": ("02_tensor_toolbox", {"one_hot": """
+class Liar(torch.Tensor):
+    def __eq__(self, other): return True
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None): return True
+def one_hot(labels, num_classes):
+    torch.equal = lambda *a, **k: True
+    return torch.zeros(len(labels), num_classes, dtype=torch.int64).as_subclass(Liar)
+"""}),
+    "cheat_one_hot_hide_builtin": ("02_tensor_toolbox", {"one_hot": """
+import sys
+sys.settrace = lambda *a: None
+torch.overrides.TorchFunctionMode.__enter__ = lambda self: self
+def one_hot(labels, num_classes):
+    raise ValueError("no answer here, only tampering")
+"""}),
+    "cheat_train_epoch_float_liar": ("04_training_loop", {"train_epoch": """
+class Agreeable(float):
+    def __eq__(self, other): return True
+def train_epoch(model, batches, optimizer, loss_fn):
+    torch.testing.assert_close = lambda *a, **k: None
+    return [Agreeable(0.0) for _ in batches]
+"""}),
+    "cheat_train_epoch_skip_steps": ("04_training_loop", {"train_epoch": """
+import builtins
+builtins.len = lambda x: 6
+def train_epoch(model, batches, optimizer, loss_fn):
+    return [0.0 for _ in batches]
+"""}),
+    "cheat_release_fake_report": ("05_memory", {"release": """
+import gc
+gc.collect = lambda *a, **k: 0
+class Report(dict):
+    def __eq__(self, other): return True
+def release(namespace, *names):
+    return Report(allocated_before=0, allocated_after=0, reserved_before=0, reserved_after=0)
+"""}),
+}
+
+
 def _background_cheats(course_dir: Path) -> dict:
     gradebook, victim = course_dir / "gradebook.db", course_dir / "submitted" / "honest_reference" / AID / f"{AID}.ipynb"
     return {
@@ -230,6 +271,17 @@ def batch(tmp_path_factory):
             (folder / file_name).write_text(text)
 
     submit("stub", {})
+    for assignment_id in {aid for aid, _ in OTHER_CHEATS.values()}:
+        course.prepare(course_dir, course.find(assignment_id))
+        other_release = nbformat.read(course_dir / "release" / assignment_id / f"{assignment_id}.ipynb", as_version=4)
+        folder = course_dir / "submitted" / f"stub_{assignment_id}" / assignment_id
+        folder.mkdir(parents=True)
+        nbformat.write(other_release, folder / f"{assignment_id}.ipynb")
+    for student, (assignment_id, answers) in OTHER_CHEATS.items():
+        other_release = nbformat.read(course_dir / "release" / assignment_id / f"{assignment_id}.ipynb", as_version=4)
+        folder = course_dir / "submitted" / student / assignment_id
+        folder.mkdir(parents=True)
+        nbformat.write(fill(other_release, answers), folder / f"{assignment_id}.ipynb")
     for student, (answers, mutate) in _honest(course_dir).items():
         submit(student, answers, mutate)
     shadow = {name: "raise SystemExit('shadow module imported')\n"
@@ -271,11 +323,13 @@ def test_honest_students_keep_full_marks(batch):
 
 
 def test_no_cheat_scores_above_an_untouched_stub(batch):
-    stub = batch["outcomes"]["stub"].score
-    cheats = {s: o for s, o in batch["outcomes"].items() if s.startswith("cheat_")}
-    assert len(cheats) == len(CHEATS) + 4  # + background writer, file writer, metadata edits, shadow files
+    outcomes = batch["outcomes"]
+    cheats = {s: o for s, o in outcomes.items() if s.startswith("cheat_")}
+    # + background writer, file writer, metadata edits, shadow files
+    assert len(cheats) == len(CHEATS) + len(OTHER_CHEATS) + 4
     for student, outcome in cheats.items():
-        assert outcome.score <= stub, outcome.line()
+        stub = outcomes["stub"] if outcome.assignment == AID else outcomes[f"stub_{outcome.assignment}"]
+        assert outcome.score <= stub.score, outcome.line()
 
 
 def test_broken_submissions_get_clear_messages(batch):

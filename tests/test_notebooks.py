@@ -13,8 +13,12 @@ REPO = course.REPO_ROOT
 CURRICULUM = REPO.parent / "shared" / "CURRICULUM.md"
 # Tips each notebook must teach (CURRICULUM.md); grows as notebooks are added.
 EXPECTED_TIPS = {
+    "00_measure_first": [f"T{n:03d}" for n in range(1, 12)],
+    "01_tensors_devices": [f"T{n:03d}" for n in range(12, 21)],
     "02_tensor_toolbox": [f"T{n:03d}" for n in range(21, 38)],
     "03_building_models": [f"T{n:03d}" for n in range(38, 54)],
+    "04_training_loop": [f"T{n:03d}" for n in range(54, 71)],
+    "05_memory": [f"T{n:03d}" for n in range(71, 78)],
 }
 
 

@@ -101,4 +101,5 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> None:
     torch.backends.cudnn.deterministic = deterministic
     if deterministic:
         torch.backends.cudnn.benchmark = False
-    torch.use_deterministic_algorithms(deterministic, warn_only=True)
+    if torch.are_deterministic_algorithms_enabled() != deterministic:  # the call imports inductor: seconds
+        torch.use_deterministic_algorithms(deterministic, warn_only=True)

@@ -44,7 +44,7 @@ def _comparisons(all_records: list[records.Record]) -> list[Comparison]:
 def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = ()) -> Path:
     """Write the report page and return its path."""
     comparisons = _comparisons(records.load(records_path))
-    parts = [f"<h1>PyTorch tips: measured on this machine</h1>",
+    parts = ["<h1>PyTorch tips: measured on this machine</h1>",
              f"<p>Generated {datetime.datetime.now():%Y-%m-%d %H:%M}. Every figure below was measured by "
              f"the notebooks during this run; none is typed in.</p>",
              html_table([{"": k, "value": v} for k, v in env_report().items()], caption="Environment")]

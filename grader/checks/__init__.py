@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
-MODULES = ("building_models", "tensor_toolbox")
+MODULES = ("measure_first", "tensors_devices", "tensor_toolbox", "building_models", "training_loop", "memory")
 
 
 class Fail(Exception):
@@ -64,6 +65,16 @@ def _run(check, evidence: Evidence, inputs: dict) -> Verdict:
     except Exception as exc:  # malformed data from the sandbox: the check cannot pass
         return Verdict(0.0, f"the answer's results could not be checked ({type(exc).__name__})")
     return Verdict(1.0, "passed")
+
+
+@lru_cache(maxsize=None)
+def probe_definitions(module: str) -> dict:
+    """The names a probe file defines (e.g. the model architectures the sandbox builds), loaded
+    here from the grader's own copy so that both sides use one definition."""
+    namespace: dict = {"__name__": f"probes.{module}"}
+    for path in (PROBES_DIR / "common.py", PROBES_DIR / f"{module}.py"):
+        exec(compile(path.read_text(encoding="utf-8"), path.name, "exec"), namespace)
+    return namespace
 
 
 def registry() -> dict[str, AssignmentChecks]:

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import AssignmentChecks, Evidence, Fail, close, equal, expect, tensor, value
+from . import AssignmentChecks, Evidence, close, equal, expect, tensor, value
 
 CONFIGS = [[5, 7, 3, 0], [5, 7, 3, 1], [5, 7, 3, 2], [4, 9, 2, 3], [3, 6, 8, 6]]
 FOLD_CASES = [  # conv hyperparameters, has bias, scale, input H x W
@@ -66,7 +66,7 @@ def _forward(linears: list, x: torch.Tensor, config) -> torch.Tensor:
 def deep_mlp_registered(evidence: Evidence, inputs: dict) -> None:
     for config, _, rec in _runs(evidence, inputs, "plain"):
         name, count = f"DeepMLP{tuple(config)}", _count(*config)
-        shapes = sorted(tuple(s) for s in rec["param_shapes"])
+        shapes = sorted(tuple(s) for s in rec["param_shapes"])  # what an optimizer would be given
         expect(shapes == _expected_shapes(*config),
                f"{name}: parameters() holds {len(shapes)} tensors, expected {2 * (config[3] + 2)}: "
                "are all layers registered (not kept in a plain Python list)?")
@@ -74,7 +74,6 @@ def deep_mlp_registered(evidence: Evidence, inputs: dict) -> None:
         state = {k: tensor(v, f"{name}.state_dict()[{k!r}]") for k, v in rec["state_dict"].items()}
         expect(sum(t.numel() for t in state.values()) == count,
                f"{name}: state_dict() holds {sum(t.numel() for t in state.values())} numbers, expected {count}")
-        expect(rec["optimizer_numel"] == count, f"{name}: an optimizer built from parameters() misses some layers")
         expect(len(rec["linears"]) == config[3] + 2,
                f"{name} has {len(rec['linears'])} nn.Linear layers, expected {config[3] + 2}")
         for layer in rec["linears"]:
@@ -123,8 +122,8 @@ def _conv(case: dict, x, weight, bias) -> torch.Tensor:
     return F.conv2d(x, weight, bias, ref.stride, ref.padding, ref.dilation, ref.groups)
 
 
-def fold_matches(evidence: Evidence, inputs: dict) -> None:
-    for case, rec in _fold_runs(evidence, inputs):
+def fold_matches(evidence: Evidence, inputs: dict, cases: slice = slice(None)) -> None:
+    for case, rec in list(_fold_runs(evidence, inputs))[cases]:
         what = f"fold_input_scale(conv {case['hyper']}, scale={case['scale']:.4g})"
         ref = nn.Conv2d(**case["hyper"], bias=case["bias"] is not None)
         for attr in HYPER:
@@ -140,6 +139,7 @@ def fold_matches(evidence: Evidence, inputs: dict) -> None:
 
 
 def fold_safe(evidence: Evidence, inputs: dict) -> None:
+    fold_matches(evidence, inputs, slice(0, 1))  # safe AND working: an empty new layer earns nothing
     for case, rec in _fold_runs(evidence, inputs):
         what = f"fold_input_scale(conv {case['hyper']})"
         for moment in ("input_after_call", "input_after_edit"):

@@ -16,7 +16,6 @@ def _deep_mlp_once(cls, config, x):
         "param_shapes": [list(p.shape) for p in params],
         "param_objects_unique": len({id(p) for p in params}) == len(params),
         "state_dict": {str(k): plain(v) for k, v in model.state_dict().items()},
-        "optimizer_numel": sum(p.numel() for g in torch.optim.SGD(params, lr=0.1).param_groups for p in g["params"]),
     }
     last = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == config[2]]
     if len(last) == 1 and last[0].bias is not None:

@@ -1,5 +1,4 @@
 """Probes for 02_tensor_toolbox (run in the sandbox; see common.py)."""
-import torch
 
 
 def one_hot(namespace, inputs):

@@ -1,0 +1,2 @@
+def checkpointed_forward(blocks, x)
+    return x
