@@ -120,12 +120,11 @@ def test_export_writes_nbgrader_csv(graded, tmp_path):
     course_dir, outcomes, _ = graded
     out = tmp_path / "grades.csv"
     assert cli.main(["export", "--course-dir", str(course_dir), "--to", str(out)]) == 0
-    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
-    for (student, assignment), outcome in outcomes.items():
+    rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(out.open())}
+    for key, outcome in outcomes.items():
         if outcome.error is None:
-            assert rows[student]["assignment"] == assignment
-            assert float(rows[student]["score"]) == outcome.score
-            assert float(rows[student]["max_score"]) == outcome.max_score
+            assert float(rows[key]["score"]) == outcome.score
+            assert float(rows[key]["max_score"]) == outcome.max_score
 
 
 def test_feedback_pages_for_every_graded_student(graded):
@@ -138,7 +137,9 @@ def test_feedback_pages_for_every_graded_student(graded):
 
 def test_cli_exit_codes(graded, capsys, tmp_path):
     course_dir, _, _ = graded
-    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "empty_handed"]) == 1
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "empty_handed"]) == 0
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "stray"]) == 1
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "nobody"]) == 2
     assert cli.main(["autograde", "--course-dir", str(tmp_path)]) == 2
     assert "submitted" in capsys.readouterr().err
     assert cli.main(["autograde", "--course-dir", str(course_dir), "--assignment", "nope"]) == 2
