@@ -95,10 +95,11 @@ def _ledger_path(course_dir: Path, sub: Submission) -> Path:
     return course_dir / LEDGER / sub.student / f"{sub.assignment.id}.json"
 
 
-def _unchanged(course_dir: Path, sub: Submission, fingerprint: str) -> Outcome | None:
-    """The recorded outcome if this exact notebook was already graded by this exact grader."""
+def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: set) -> Outcome | None:
+    """The recorded outcome if this exact notebook was already graded by this exact grader
+    and its scores are in the gradebook."""
     path = _ledger_path(course_dir, sub)
-    if not path.is_file():
+    if not path.is_file() or (sub.assignment.id, sub.student) not in recorded:
         return None
     try:
         entry = json.loads(path.read_text())
@@ -156,9 +157,10 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
     for assignment in {s.assignment for s in todo}:
         course.prepare(course_dir, assignment)
         fingerprints[assignment.id] = grading.fingerprint(assignment.id)
+    recorded = gradebook.recorded(course_dir)
     runnable = []
     for sub in todo:
-        kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id])
+        kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id], recorded)
         if kept:
             outcomes.append(kept)
         else:

@@ -105,7 +105,7 @@ def prepare(course_dir: Path, assignment: Assignment) -> None:
     _write_default_config(course_dir)
     target = course_dir / "source" / assignment.id
     released = course_dir / "release" / assignment.id / assignment.notebook_name
-    if _same_tree(assignment.source_dir, target) and released.exists():
+    if _same_tree(assignment.source_dir, target) and released.exists() and _in_gradebook(course_dir, assignment):
         return
     if target.exists():
         shutil.rmtree(target)
@@ -113,6 +113,19 @@ def prepare(course_dir: Path, assignment: Assignment) -> None:
     result = nbgrader_api(course_dir).generate_assignment(assignment.id, force=True, create=True)
     if not result["success"]:
         raise CourseError(f"nbgrader generate_assignment failed for {assignment.id}:\n{result.get('error') or result.get('log')}")
+
+
+def _in_gradebook(course_dir: Path, assignment: Assignment) -> bool:
+    if not (course_dir / "gradebook.db").is_file():
+        return False
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(nbgrader_config(course_dir).CourseDirectory.db_url) as gb:
+        try:
+            gb.find_assignment(assignment.id)
+        except MissingEntry:
+            return False
+    return True
 
 
 def _write_default_config(course_dir: Path) -> None:

@@ -26,6 +26,12 @@ def _gradebook(course_dir: Path):
     return Gradebook(nbgrader_config(course_dir).CourseDirectory.db_url)
 
 
+def recorded(course_dir: Path) -> set[tuple[str, str]]:
+    """(assignment, student) pairs that have a submission in the gradebook."""
+    with _gradebook(course_dir) as gb:
+        return {(a.name, s.student.id) for a in gb.assignments for s in a.submissions}
+
+
 def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
            unanswered: set[str]) -> tuple[float, float]:
     """Store one submission's scores; returns (score, max_score) as the gradebook computes them."""

@@ -406,3 +406,6 @@ def test_a_killed_run_resumes_without_losing_or_doubling(tmp_path):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
         assert sorted(s.student.id for s in gb.find_assignment(AID).submissions) == students
+    (course_dir / "gradebook.db").unlink()  # a lost gradebook: the ledger alone must not keep anything
+    again = autograde(course_dir, workers=2, report=lambda _: None, limits=LIMITS)
+    assert not any(o.skipped for o in again) and all(o.score == 10 for o in again)
