@@ -34,7 +34,7 @@ run: env
 	$(PY) -m grader samples --course-dir $(COURSE)
 	$(PY) -m grader autograde --course-dir $(COURSE)
 	$(PY) -m grader export --course-dir $(COURSE) --to build/grades.csv
-	@echo; cat build/grades.csv
+	@echo "grades: build/grades.csv (nbgrader lists every student for every assignment; 0 where nothing was submitted)"
 
 ## The test suite.
 test: env
