@@ -3,7 +3,7 @@
 - ``setup``: pick the device and the measuring mode from the papermill parameters.
 - ``bench``: honest timing and side-by-side comparisons (recorded for the report).
 - ``memory``: peak memory of a call on CPU or CUDA.
-- ``plots``: tables and the standard comparison plot.
+- ``Table``: small tables; ``utils.plots`` (imported on first use): the standard comparison plot.
 """
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
 import torch  # noqa: E402
 
-from . import bench, memory, plots, records  # noqa: E402
+from . import bench, memory, records  # noqa: E402
 from .device import device_name, env_report, pick_device, seed_everything  # noqa: E402
-from .plots import Table  # noqa: E402
+from .tables import Table  # noqa: E402
 
-__all__ = ["Table", "bench", "device_name", "env_report", "memory", "pick_device", "plots", "records",
+__all__ = ["Table", "bench", "device_name", "env_report", "memory", "pick_device", "records",
            "seed_everything", "setup"]
 
 

@@ -157,11 +157,12 @@ class Comparison:
         return f"{self.tip}: {self.title} on {self.device_name}" + (f" ({sizes})" if sizes else "")
 
     def __repr__(self) -> str:
-        from .plots import text_table
+        from .tables import text_table
         return self.caption() + "\n" + text_table(self.table_rows())
 
     def _repr_html_(self) -> str:
-        from .plots import comparison_figure, figure_html, html_table
+        from .plots import comparison_figure, figure_html
+        from .tables import html_table
         return html_table(self.table_rows(), caption=self.caption()) + figure_html(comparison_figure(self))
 
     def to_records(self) -> list[records.Record]:

@@ -1,4 +1,7 @@
-"""Tables and the standard comparison plot (matplotlib), as HTML for Jupyter and the report."""
+"""The standard comparison plot (matplotlib), as PNG or inline HTML for Jupyter and the report.
+
+Imported only when a plot is drawn: matplotlib takes most of a second to import.
+"""
 from __future__ import annotations
 
 import base64
@@ -64,38 +67,3 @@ def figure_png(fig: plt.Figure) -> bytes:
 def figure_html(fig: plt.Figure) -> str:
     data = base64.b64encode(figure_png(fig)).decode("ascii")
     return f'<img alt="{html.escape(fig._suptitle.get_text() if fig._suptitle else "plot")}" src="data:image/png;base64,{data}"/>'
-
-
-def html_table(rows: list[dict[str, str]], caption: str = "") -> str:
-    """A plain HTML table; the column set is the union of the rows' keys, in first-seen order."""
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>" for row in rows
-    )
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def text_table(rows: list[dict[str, str]]) -> str:
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    widths = [max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)) for r in rows]
-    return "\n".join(lines)
-
-
-class Table:
-    """Rows of plain values that render as an HTML table in Jupyter and as text elsewhere."""
-
-    def __init__(self, rows: list[dict] | dict, caption: str = ""):
-        if isinstance(rows, dict):
-            rows = [{"name": k, "value": v} for k, v in rows.items()]
-        self.rows = [{k: str(v) for k, v in row.items()} for row in rows]
-        self.caption = caption
-
-    def _repr_html_(self) -> str:
-        return html_table(self.rows, self.caption)
-
-    def __repr__(self) -> str:
-        return (self.caption + "\n" if self.caption else "") + text_table(self.rows)

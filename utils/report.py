@@ -13,7 +13,7 @@ from pathlib import Path
 from . import records
 from .bench import Comparison
 from .device import env_report
-from .plots import html_table
+from .tables import html_table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
