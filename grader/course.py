@@ -44,6 +44,16 @@ class Assignment:
         return NOTEBOOKS / self.id / self.notebook_name
 
 
+def answer_cells(nb) -> dict[str, str]:
+    """grade_id -> source of every answer (solution, not graded) code cell of a trusted notebook."""
+    cells = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            cells[meta["grade_id"]] = cell.source
+    return cells
+
+
 def assignments() -> list[Assignment]:
     """Every assignment in solutions/, in course order."""
     found = []

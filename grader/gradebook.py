@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_output
 
-from .course import Assignment, nbgrader_config
+from .course import Assignment, answer_cells, nbgrader_config
 from .grading import Result
 
 
@@ -90,8 +90,7 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
 def unanswered(course_dir: Path, assignment: Assignment, result: Result) -> set[str]:
     """Answer cells left missing or exactly as released (the stub)."""
     release = nbformat.read(course_dir / "release" / assignment.id / assignment.notebook_name, as_version=4)
-    stubs = {c.metadata.nbgrader["grade_id"]: c.source for c in release.cells
-             if c.metadata.get("nbgrader", {}).get("solution") and not c.metadata.nbgrader.get("grade")}
+    stubs = answer_cells(release)
     return {g for g, stub in stubs.items() if result.answers.get(g, stub).strip() == stub.strip()}
 
 

@@ -48,8 +48,7 @@ def source_cells(assignment_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     assignment = course.find(assignment_id)
     nb = nbformat.read(assignment.source_dir / assignment.notebook_name, as_version=4)
     setup = tuple(c.source for c in nb.cells if c.cell_type == "code" and "setup" in c.metadata.get("tags", []))
-    answers = tuple(c.metadata.nbgrader["grade_id"] for c in nb.cells
-                    if c.metadata.get("nbgrader", {}).get("solution") and not c.metadata.nbgrader.get("grade"))
+    answers = tuple(course.answer_cells(nb))
     return setup, answers
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Assignment, CourseError
+from .course import Assignment, CourseError, answer_cells
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -24,13 +24,8 @@ def _nbgrader(cell) -> dict:
 def solution_answers(assignment: Assignment) -> dict[str, str]:
     """grade_id -> the source's solution code for every answer cell, markers removed."""
     nb = nbformat.read(assignment.source_dir / assignment.notebook_name, as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = _nbgrader(cell)
-        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
-            lines = [line for line in cell.source.splitlines() if line.strip() not in (BEGIN, END)]
-            answers[meta["grade_id"]] = "\n".join(lines).strip() + "\n"
-    return answers
+    return {grade_id: "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END)).strip() + "\n"
+            for grade_id, source in answer_cells(nb).items()}
 
 
 def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:

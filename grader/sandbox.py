@@ -129,15 +129,14 @@ def _set_limits(limits: Limits, processes: int) -> None:
         resource.setrlimit(name, (value, value))
 
 
-def _processes_of(uid: int) -> int:
-    count = 0
+def _pids_of(uid: int):
+    """Process ids whose real uid is ``uid`` (processes that vanish meanwhile are skipped)."""
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             if f"\nUid:\t{uid}\t" in status.read_text():
-                count += 1
-        except OSError:
+                yield int(status.parent.name)
+        except (OSError, ValueError):
             continue
-    return count
 
 
 def _drain(stream, cap: int, keep_tail: bool, sink: list, on_overflow=None) -> None:
@@ -169,7 +168,7 @@ def run(job_dir: Path, argv: list[str], *, slot: int = 0, limits: Limits = Limit
     start = time.monotonic()
     processes = limits.processes
     if os.geteuid() != 0:  # the count is per real uid, which the sandbox shares with its user here
-        processes += _processes_of(os.getuid())
+        processes += sum(1 for _ in _pids_of(os.getuid()))
     proc = subprocess.Popen(command(job_dir, argv, slot, limits, isolate), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,),
                             preexec_fn=lambda: _set_limits(limits, processes), start_new_session=True)
@@ -208,11 +207,10 @@ def _kill_group(proc: subprocess.Popen, wait: bool = True) -> None:
 
 def _kill_uid(uid: int) -> None:
     """Belt and braces: nothing may keep running as the slot's uid once its run is over."""
-    for status in Path("/proc").glob("[0-9]*/status"):
+    for pid in _pids_of(uid):
         try:
-            if f"\nUid:\t{uid}\t" in status.read_text():
-                os.kill(int(status.parent.name), signal.SIGKILL)
-        except (OSError, ValueError):
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
             continue
 
 
