@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import platform
 import random
+import warnings
+from pathlib import Path
 
 import torch
 
@@ -22,7 +24,7 @@ def pick_device(preference: str | torch.device = "auto") -> torch.device:
         raise TypeError(f"device preference must be a string such as 'auto', got {preference!r}")
     pref = preference.strip().lower()
     if pref == "auto":
-        if torch.cuda.is_available():
+        if _cuda_usable():
             return torch.device("cuda")
         if _mps_available():
             return torch.device("mps")
@@ -38,6 +40,33 @@ def pick_device(preference: str | torch.device = "auto") -> torch.device:
     if kind == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise RuntimeError(f"{preference!r} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
     return dev
+
+
+def _cuda_usable() -> bool:
+    """``torch.cuda.is_available()``, but loud when an NVIDIA GPU is present and CUDA still fails
+    (driver too old for this build, wrong permissions): "auto" must not quietly measure the CPU."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = torch.cuda.is_available()
+    if not available and torch.version.cuda and nvidia_gpu_present():
+        why = "; ".join(str(w.message).strip() for w in caught) or "torch.cuda.is_available() is False"
+        warnings.warn(f"An NVIDIA GPU is present but this PyTorch (built for CUDA {torch.version.cuda}) "
+                      f"cannot use it, so DEVICE='auto' falls back to the CPU. Cause: {why}. Check `nvidia-smi` "
+                      f"and that the driver supports CUDA {torch.version.cuda} (see the README).",
+                      CudaUnusableWarning, stacklevel=3)
+    else:
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return available
+
+
+class CudaUnusableWarning(UserWarning):
+    """A GPU is there but CUDA cannot start: every "GPU" number would really be a CPU number."""
+
+
+def nvidia_gpu_present() -> bool:
+    """The kernel driver exposes an NVIDIA device (independent of whether CUDA can start)."""
+    return Path("/proc/driver/nvidia/gpus").is_dir() or Path("/dev/nvidia0").exists()
 
 
 def _mps_available() -> bool:
@@ -87,7 +116,8 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> None:
 
     deterministic=True also asks cuDNN and torch for deterministic kernels, which can be
     slower; it turns the cuDNN autotuner (``benchmark``) off because autotuning may pick
-    a different algorithm from run to run.
+    a different algorithm from run to run, and sets ``CUBLAS_WORKSPACE_CONFIG`` (unless already
+    set) so deterministic cuBLAS matrix products work on CUDA.
     """
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {seed!r}")
@@ -101,5 +131,8 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> None:
     torch.backends.cudnn.deterministic = deterministic
     if deterministic:
         torch.backends.cudnn.benchmark = False
+        # Deterministic cuBLAS needs a fixed workspace; cuBLAS reads this when its handle is
+        # created, so set it before the first matrix product on the GPU (ideally before CUDA starts).
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if torch.are_deterministic_algorithms_enabled() != deterministic:  # the call imports inductor: seconds
         torch.use_deterministic_algorithms(deterministic, warn_only=True)

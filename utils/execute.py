@@ -1,15 +1,25 @@
 """Execute every solution notebook with papermill and build the report (``make run``, CI).
 
-    python -m utils.execute [--full] [--device auto] [--only 03_building_models] [--out build]
+    python -m utils.execute [--full] [--device auto] [--only 03_building_models] [--out build] [--check]
 
 Executed notebooks go to ``OUT/executed/`` (as .ipynb and .html), measurements to
-``OUT/measurements.jsonl`` and the report to ``OUT/report.html``. A failing notebook does not
-stop the others; the exit status is 1 if any failed.
+``OUT/measurements.jsonl``, what was run to ``OUT/run.json`` (commit, device, mode: the
+manifest a reference run keeps) and the report to ``OUT/report.html``. A failing notebook
+does not stop the others; the exit status is 1 if any failed.
+
+``--check`` also verifies the records: every one came from the requested device (host-side
+comparisons excepted) and every tip a notebook declares as measured left a record, the
+GPU-only ones included when the device is a GPU. Each notebook declares its measured tips in
+its metadata: ``{"course": {"measured": [...], "gpu_only": [...]}}``.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
+import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -56,6 +66,55 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str) -> NotebookRu
     return NotebookRun(source.stem, seconds, ok, html_path, error)
 
 
+def measured_tips(notebook: Path, device_type: str) -> set[str]:
+    """The tips a notebook promises to measure on this kind of device (its ``course`` metadata)."""
+    import nbformat
+
+    meta = nbformat.read(notebook, as_version=4).metadata.get("course", {})
+    tips = set(meta.get("measured", []))
+    return tips | set(meta.get("gpu_only", [])) if device_type in ("cuda", "mps") else tips
+
+
+def check_records(notebooks: list[Path], records_file: Path, device: str) -> list[str]:
+    """Problems with a run's records: wrong device, or a promised measurement missing."""
+    from .device import pick_device
+    from .records import load
+
+    device_type = pick_device(device).type
+    loaded = load(records_file)
+    problems = [f"{r.notebook} {r.tip} '{r.variant}' ran on {r.device}, not {device_type}"
+                for r in loaded if r.device.split(":")[0] != device_type and not r.host]
+    for notebook in notebooks:
+        found = {r.tip for r in loaded if r.notebook == notebook.stem}
+        missing = measured_tips(notebook, device_type) - found
+        if missing:
+            problems.append(f"{notebook.stem}: no record of {', '.join(sorted(missing))} on {device_type}")
+    return problems
+
+
+def write_manifest(out_dir: Path, quick: bool, device: str) -> Path:
+    """``run.json``: what produced these records (a reference run keeps it)."""
+    import torch
+
+    from .device import device_name, pick_device
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    dev = pick_device(device)
+    manifest = {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain")),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "mode": "quick" if quick else "full", "device": dev.type, "device_name": device_name(dev),
+                "torch": torch.__version__, "python": platform.python_version(), "runner": "utils.execute"}
+    path = out_dir / "run.json"
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.execute", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="DEVICE parameter: auto, cpu, cuda, mps")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="run only these notebooks (by name)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build", help="output folder (default: build/)")
+    parser.add_argument("--check", action="store_true",
+                        help="fail unless every record came from --device and every promised tip was measured")
     args = parser.parse_args(argv)
 
     out_dir = args.out.resolve()
@@ -70,8 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     records_file.parent.mkdir(parents=True, exist_ok=True)
     records_file.unlink(missing_ok=True)  # the report shows this run only
     os.environ["COURSE_RECORDS"] = str(records_file)
+    try:
+        write_manifest(out_dir, quick=not args.full, device=args.device)
+    except (RuntimeError, ValueError) as exc:  # e.g. --device cuda on a machine without a usable GPU
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    notebooks = solution_notebooks(args.only)
     runs = []
-    for source in solution_notebooks(args.only):
+    for source in notebooks:
         print(f"executing {source.relative_to(REPO_ROOT)} ({'full' if args.full else 'QUICK'}, device={args.device}) ...",
               flush=True)
         run = run_one(source, out_dir, quick=not args.full, device=args.device)
@@ -80,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run)
     report = build_report(records_file, out_dir / "report.html", runs)
     print(f"report: {report}")
-    return 0 if all(r.ok for r in runs) else 1
+    problems = check_records(notebooks, records_file, args.device) if args.check else []
+    for problem in problems:
+        print(f"check failed: {problem}", file=sys.stderr)
+    return 0 if all(r.ok for r in runs) and not problems else 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,11 @@ PyTorch's CPU allocator is then reported as a memory event with its size; replay
 in time order gives the exact peak of live tensor bytes allocated during the call. Frees of
 tensors that existed before the call are not credited (the profiler never saw their
 allocation), so the figure is "new tensor memory at its highest". Memory that is not tensor
-storage (Python objects, NumPy arrays) is not counted, and the notebooks say so.
+storage (Python objects, NumPy arrays) is not counted.
+
+The two figures are close but not identical: the CUDA allocator rounds every block up (to
+512 bytes) and also counts workspaces that cuBLAS and cuDNN take from it. ``memory_note``
+says so under every table.
 """
 from __future__ import annotations
 
@@ -24,6 +28,20 @@ from torch.profiler import ProfilerActivity, profile
 
 CUDA_METHOD = "torch.cuda.max_memory_allocated"
 CPU_METHOD = "torch.profiler memory events (tensor bytes)"
+
+
+_NOTES = {
+    CPU_METHOD: "peak memory (CPU): tensor bytes allocated during one call, from torch.profiler's memory "
+                "events; Python objects and NumPy arrays are not counted",
+    CUDA_METHOD: "peak memory (CUDA): the caching allocator's peak above its starting point "
+                 "(torch.cuda.max_memory_allocated), in blocks rounded up to 512 B and including cuBLAS/cuDNN "
+                 "workspaces, so it can exceed the CPU figure for the same code",
+}
+
+
+def memory_note(method: str) -> str:
+    """What a peak-memory figure counts, for the note under a table."""
+    return _NOTES.get(method, f"peak memory: {method}")
 
 
 def peak_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[int, str]:
@@ -46,7 +64,9 @@ def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
 
 
 def _profiled_peak(fn: Callable[[], object]) -> int:
-    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    # acc_events: one cycle only, and it stops torch's "Profiler clears events" warning on GPU machines.
+    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                                         acc_events=True) as prof:
         result = fn()
     del result
     events = [

@@ -35,6 +35,12 @@ class Record:
     notebook: str = ""
     torch: str = ""
     quick: bool = False
+    round_medians: list = field(default_factory=list)  # median of each interleaved round
+    device_s: float | None = None         # GPU kernel time per call (CUDA)
+    about_overhead: bool = False          # the tip is about host overhead (see utils.verdict)
+    host: bool = False                    # a host-side comparison, on the CPU on every machine
+    sizes_spec: dict | None = None        # the sizes the notebook picks on each device (bench.sizes)
+    verdict: str = ""                     # utils.verdict's kind for this row
 
 
 def records_path() -> Path | None:

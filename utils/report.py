@@ -1,7 +1,10 @@
 """The course report: one HTML page with every measurement of a run, plus the executed notebooks.
 
 ``build_report`` reads the measurement records (``build/measurements.jsonl``), rebuilds each
-comparison's table and plot, and links the executed notebooks rendered to HTML.
+comparison's table, verdicts and plot, puts the reference runs' figures for the same demo beside
+them (``utils.references``), lists what only the references measured (GPU-only tips on a CPU
+run), holds every source claim against all of it (``utils.claims``), and links the executed
+notebooks rendered to HTML.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import records
+from . import claims, records, references
 from .bench import Comparison
 from .device import env_report
 from .tables import html_table
@@ -41,27 +44,69 @@ def _comparisons(all_records: list[records.Record]) -> list[Comparison]:
     return [Comparison.from_records(group) for group in groups.values()]
 
 
+def _runs_table(runs: list[NotebookRun], out_path: Path) -> str:
+    rows = []
+    for run in runs:
+        link = (f'<a href="{html.escape(str(run.html_path.relative_to(out_path.parent)))}">{html.escape(run.name)}</a>'
+                if run.html_path else html.escape(run.name))
+        status = "ok" if run.ok else f'<span class="failed">FAILED</span> {html.escape(run.error)}'
+        rows.append(f"<tr><td>{link}</td><td>{run.seconds:.1f} s</td><td>{status}</td></tr>")
+    return ("<table><caption>Notebooks executed</caption><thead><tr><th>notebook</th><th>time</th>"
+            "<th>status</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _reference_only(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> list[str]:
+    """Reference comparisons with no counterpart in this run (e.g. GPU-only tips on a CPU)."""
+    parts = []
+    for run in runs:
+        for ref in sorted(run.comparisons, key=lambda c: c.tip):
+            if not any(references.same_comparison(ref, mine) for mine in comparisons):
+                parts.append(f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>'
+                             f'{ref.to_html(with_references=False)}</section>')
+    return parts
+
+
+def _claims_section(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> str:
+    sources = [("this run", comparisons)] + [(run.name, run.comparisons) for run in runs]
+    rows = []
+    for claim in claims.load():
+        findings, overall = claims.evaluate(claim, sources)
+        measured = "<br>".join(
+            html.escape(f"{f.device_name} ({f.run}): "
+                        + (f"{f.factor:.2f}x, " if f.factor is not None else "") + f.verdict
+                        + (f" ({f.why})" if f.why else "")) for f in findings) or "no measurement"
+        rows.append(f"<tr><td>{claim.id}</td><td>{claim.tip}</td><td>{html.escape(claim.source)}</td>"
+                    f"<td>{html.escape(claim.claim)}</td><td>{html.escape(claim.claimed())}"
+                    f"{'<br><i>' + html.escape(claim.condition) + '</i>' if claim.condition else ''}</td>"
+                    f"<td>{measured}</td><td><b>{html.escape(overall)}</b></td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("claim", "tip", "source", "what the source says", "claimed",
+                                              "measured (device, run)", "verdict"))
+    return (f'<h2 id="claims">Claims ledger</h2><p>Every speed or memory claim of the source write-ups '
+            f'(<code>utils/claims.toml</code>) beside what was measured on each device: this run and the '
+            f'reference runs. The claimed numbers are the sources\' words, not measurements.</p>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
 def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = ()) -> Path:
     """Write the report page and return its path."""
     comparisons = _comparisons(records.load(records_path))
+    reference_runs = references.load_runs()
     parts = ["<h1>PyTorch tips: measured on this machine</h1>",
              f"<p>Generated {datetime.datetime.now():%Y-%m-%d %H:%M}. Every figure below was measured by "
-             f"the notebooks during this run; none is typed in.</p>",
+             f"the notebooks during this run or, where marked, by a named reference run; none is typed in.</p>",
              html_table([{"": k, "value": v} for k, v in env_report().items()], caption="Environment")]
     if runs:
-        rows = []
-        for run in runs:
-            link = (f'<a href="{html.escape(str(run.html_path.relative_to(out_path.parent)))}">{html.escape(run.name)}</a>'
-                    if run.html_path else html.escape(run.name))
-            status = "ok" if run.ok else f'<span class="failed">FAILED</span> {html.escape(run.error)}'
-            rows.append(f"<tr><td>{link}</td><td>{run.seconds:.1f} s</td><td>{status}</td></tr>")
-        parts.append("<table><caption>Notebooks executed</caption><thead><tr><th>notebook</th><th>time</th>"
-                     "<th>status</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        parts.append(_runs_table(runs, out_path))
+    if reference_runs:
+        parts.append(html_table([{"reference run": r.name, "what": r.describe(), "comparisons": len(r.comparisons)}
+                                 for r in reference_runs], caption="Reference runs shipped with the course"))
     parts.append(f"<h2>Measurements ({len(comparisons)})</h2>")
     if not comparisons:
         parts.append("<p>No measurements were recorded.</p>")
     for comparison in sorted(comparisons, key=lambda c: c.tip):
         parts.append(f'<section id="{html.escape(comparison.tip)}">{comparison._repr_html_()}</section>')
+    parts += _reference_only(comparisons, reference_runs)
+    parts.append(_claims_section(comparisons, reference_runs))
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Course report</title>"
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
     out_path.parent.mkdir(parents=True, exist_ok=True)

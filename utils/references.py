@@ -1,0 +1,206 @@
+"""Reference results: records of named runs on other devices (GPUs), shipped with the course.
+
+A learner on a laptop sees, under each of their comparisons, what a reference GPU measured for
+the same comparison. Each reference is a folder ``references/<name>/`` holding the records the
+course's own runner wrote (``measurements.jsonl``, never edited) and ``run.json`` (device,
+torch, commit, mode). A reference comparison is shown only when its tip, title and variants
+are the learner's and its sizes are the ones the notebook picks *today* for that device (see
+``bench.sizes``): after a demo is resized, its old references disappear until a new run.
+
+    python -m utils.references add build --name h100-2026-12-01       # after a GPU run
+    python -m utils.references add runs/m.jsonl --name x --commit SHA  # records without run.json
+    python -m utils.references list
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import html
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import records
+from .records import REPO_ROOT
+
+if TYPE_CHECKING:
+    from .bench import Comparison
+
+REFERENCES = REPO_ROOT / "references"
+MANIFEST = "run.json"
+RECORDS = "measurements.jsonl"
+_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
+
+
+@dataclass
+class ReferenceRun:
+    name: str
+    manifest: dict
+    comparisons: list
+
+    @property
+    def device_type(self) -> str:
+        return str(self.manifest.get("device", "cuda")).split(":")[0]
+
+    @property
+    def quick(self) -> bool:
+        return self.manifest.get("mode") == "quick"
+
+    def describe(self) -> str:
+        m = self.manifest
+        return (f"{m.get('device_name', '?')}, torch {m.get('torch', '?')}, commit {str(m.get('commit', '?'))[:10]}, "
+                f"{m.get('mode', '?')} mode, run '{self.name}'")
+
+
+def load_runs(root: Path | None = None) -> list[ReferenceRun]:
+    """Every stored reference run (``REFERENCES`` unless a root is given); cached."""
+    return list(_load_runs(Path(root or REFERENCES).resolve()))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_runs(root: Path) -> tuple[ReferenceRun, ...]:
+    from .bench import Comparison
+
+    runs = []
+    for folder in sorted(p for p in root.glob("*") if (p / MANIFEST).is_file()):
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        groups: dict[str, list] = {}
+        for record in records.load(folder / RECORDS):
+            groups.setdefault(record.comparison, []).append(record)
+        runs.append(ReferenceRun(folder.name, manifest, [Comparison.from_records(g) for g in groups.values()]))
+    return tuple(runs)
+
+
+def expected_sizes(comparison: "Comparison", run: ReferenceRun) -> dict:
+    """The sizes the comparison's notebook picks on the reference run's device and mode."""
+    from .bench import sizes_key
+
+    if comparison.sizes_spec:
+        return comparison.sizes_spec[sizes_key(run.device_type, run.quick)]
+    return comparison.sizes
+
+
+def same_comparison(a: "Comparison", b: "Comparison") -> bool:
+    return (a.tip, a.title, [r.label for r in a.rows]) == (b.tip, b.title, [r.label for r in b.rows])
+
+
+def matching(comparison: "Comparison", root: Path | None = None) -> list[tuple[ReferenceRun, "Comparison"]]:
+    """Reference comparisons of the same demo at the sizes the notebook uses today on their device."""
+    found = []
+    for run in load_runs(root):
+        for ref in run.comparisons:
+            if same_comparison(comparison, ref) and _jsonish(ref.sizes) == _jsonish(expected_sizes(comparison, run)):
+                found.append((run, ref))
+                break
+    return found
+
+
+def _jsonish(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def reference_lines(comparison: "Comparison") -> list[str]:
+    lines = []
+    for run, ref in matching(comparison):
+        verdicts = "; ".join(f"{row.label}: {_ref_verdict(ref, row)}" for row in ref.rows[1:])
+        lines.append(f"Reference, {run.describe()} ({_sizes(ref)}): {verdicts}")
+    return lines
+
+
+def reference_html(comparison: "Comparison") -> str:
+    found = matching(comparison)
+    if not found:
+        return ""
+    head = "<th>variant</th><th>here: " + html.escape(comparison.device_name) + "</th>" + "".join(
+        f"<th>reference: {html.escape(run.describe())}<br>{html.escape(_sizes(ref))}</th>" for run, ref in found)
+    body = ""
+    for i, row in enumerate(comparison.rows):
+        cells = [html.escape(row.label), html.escape(f"{comparison.speedup(row):.2f}x, {comparison.verdict(row).text}")]
+        cells += [html.escape(f"{ref.speedup(ref.rows[i]):.2f}x, {_ref_verdict(ref, ref.rows[i])}") for _, ref in found]
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    return (f"<table><caption>{html.escape(comparison.tip)}: this run beside the reference runs</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _ref_verdict(ref: "Comparison", row) -> str:
+    if row is ref.baseline:
+        return "baseline"
+    if not row.round_medians:
+        return f"{ref.speedup(row):.2f}x (recorded before per-round verdicts existed: no verdict)"
+    return ref.verdict(row).text
+
+
+def _sizes(comparison: "Comparison") -> str:
+    return ", ".join(f"{k}={v}" for k, v in comparison.sizes.items()) or "no sizes"
+
+
+# ---------------------------------------------------------------- command line
+
+def add(source: Path, name: str, commit: str | None = None, force: bool = False, root: Path | None = None) -> Path:
+    """Copy a run's records into ``references/<name>/`` with its manifest; returns the folder."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"reference name {name!r}: use lowercase letters, digits, '.' and '-' (e.g. h100-2026-12-01)")
+    source = Path(source)
+    jsonl = source / RECORDS if source.is_dir() else source
+    if not jsonl.is_file():
+        raise FileNotFoundError(f"{jsonl}: no measurement records there (run `python -m utils.execute` first)")
+    loaded = records.load(jsonl)
+    if not loaded:
+        raise ValueError(f"{jsonl} holds no records")
+    manifest_path = source / MANIFEST if source.is_dir() else source.with_name(MANIFEST)
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    if commit:
+        manifest["commit"] = commit
+    if not manifest.get("commit"):
+        raise ValueError(f"no {MANIFEST} beside {jsonl} names the commit: pass --commit SHA")
+    # Host-side comparisons (T015's copies, T070's PNG encoding) run on the CPU in a GPU run too.
+    gpus = {r.device.split(":")[0] for r in loaded} - {"cpu"}
+    if len(gpus) > 1:
+        raise ValueError(f"{jsonl} mixes devices {sorted(gpus)}: a reference is one device's run")
+    notebook_device = gpus.pop() if gpus else "cpu"
+    quick = {r.quick for r in loaded}
+    if len(quick) != 1:
+        raise ValueError(f"{jsonl} mixes QUICK and full records: a reference is one run in one mode")
+    names = {r.device_name for r in loaded if r.device.split(":")[0] == notebook_device}
+    manifest.update({"device": notebook_device, "device_name": " / ".join(sorted(names)),
+                     "torch": sorted({r.torch for r in loaded})[-1], "mode": "quick" if quick.pop() else "full",
+                     "records": len(loaded)})
+    target = Path(root or REFERENCES) / name
+    if target.exists() and not force:
+        raise FileExistsError(f"{target} exists: pass --force to replace it")
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(jsonl, target / RECORDS)
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _load_runs.cache_clear()
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m utils.references", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_p = sub.add_parser("add", help="store a run's records as a named reference")
+    add_p.add_argument("source", type=Path, help="a run's output folder (measurements.jsonl + run.json) or a .jsonl")
+    add_p.add_argument("--name", required=True)
+    add_p.add_argument("--commit", help="the course commit the run used (when the source has no run.json)")
+    add_p.add_argument("--force", action="store_true", help="replace an existing reference of that name")
+    sub.add_parser("list", help="the stored references")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        for run in load_runs():
+            print(f"{run.name}\t{run.describe()}\t{len(run.comparisons)} comparisons")
+        return 0
+    try:
+        print(f"stored {add(args.source, args.name, args.commit, args.force)}")
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""The one place where a measurement becomes words: every comparison's verdict comes from here.
+
+A verdict is generated from the numbers, never typed into a notebook. Rules:
+
+- **Launch-bound (CUDA).** A GPU comparison whose slowest variant does less than
+  ``LAUNCH_BOUND_S`` of GPU kernel work per call, or keeps the GPU busy for less than half
+  of its wall time, measures Python and kernel launches, not the tip: it gets no speed verdict.
+  Comparisons whose tip *is* the host-side overhead (sync points, batch size, pageable
+  copies) pass ``about_overhead=True`` and are only held to the absolute minimum.
+- **Faster / slower** needs two things: the gap between the medians exceeds both IQRs, and
+  the variant is on the same side of the baseline in every interleaved round. A single
+  round never earns a directional verdict.
+- Otherwise: **no clear difference**.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .memory import format_bytes
+
+if TYPE_CHECKING:
+    from .bench import Comparison, Timing
+
+# Less GPU work than this per call and a comparison times launches. A tiny op costs ~7 µs from
+# Python on an H100; the course sizes its GPU demos for >= 1 ms and flags anything under 0.5 ms.
+LAUNCH_BOUND_S = 0.5e-3
+BUSY_FRACTION = 0.5       # GPU kernel time / wall time below this: the host is the bottleneck
+NOISY_IQR = 0.5           # IQR above half the median: the machine was busy
+SAME_MEMORY = 0.05        # peak memory within 5%: no memory difference
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str   # "baseline", "faster", "slower", "no clear difference", "launch-bound", "one round"
+    text: str   # a short phrase for the table
+    note: str = ""  # caveats (noise, launch-bound variant)
+
+    def __str__(self) -> str:
+        return self.text + (f" ({self.note})" if self.note else "")
+
+
+def launch_bound_reason(result: "Comparison") -> str | None:
+    """Why a CUDA comparison measures launches rather than GPU work, or None if it does not."""
+    if not result.device.startswith("cuda"):
+        return None
+    slowest = max(result.rows, key=lambda r: r.median)
+    if slowest.device_s is None:
+        return None
+    if slowest.device_s < LAUNCH_BOUND_S:
+        return (f"the slowest variant does {_s(slowest.device_s)} of GPU work per call "
+                f"(under {_s(LAUNCH_BOUND_S)})")
+    if not result.about_overhead and slowest.device_s < BUSY_FRACTION * slowest.median:
+        return (f"the GPU is busy for {slowest.device_s / slowest.median:.0%} of the slowest variant's "
+                f"{_s(slowest.median)}")
+    return None
+
+
+def time_verdict(result: "Comparison", row: "Timing") -> Verdict:
+    """The speed verdict of one row against the comparison's baseline."""
+    base = result.baseline
+    if row is base:
+        return Verdict("baseline", "baseline")
+    reason = launch_bound_reason(result)
+    if reason:
+        return Verdict("launch-bound", "launch-bound: this measures Python and kernel launches", reason)
+    ratio = base.median / row.median
+    notes = []
+    if max(r.iqr / r.median for r in (base, row)) > NOISY_IQR:
+        notes.append("noisy: an IQR above half its median, rerun before trusting it")
+    gap_clear = abs(base.median - row.median) > max(base.iqr, row.iqr)
+    rounds = list(zip(base.round_medians, row.round_medians))
+    same_side = bool(rounds) and len({b > r for b, r in rounds}) == 1
+    if gap_clear and len(rounds) < 2:
+        return Verdict("one round", f"{ratio:.2f}x in one round: rerun in full mode for a verdict", "; ".join(notes))
+    if not (gap_clear and same_side):
+        why = "within the run-to-run spread" if not gap_clear else "the rounds disagree"
+        return Verdict("no clear difference", f"no clear difference ({ratio:.2f}x, {why})", "; ".join(notes))
+    at_least = _host_bound_variant(result, row) and ratio > 1
+    if ratio > 1:
+        text = f"{'at least ' if at_least else ''}{ratio:.2f}x as fast"
+        if at_least:
+            notes.append("this variant's time is mostly launch overhead, so its GPU gain is larger")
+        return Verdict("faster", text, "; ".join(notes))
+    return Verdict("slower", f"slower: {1 / ratio:.2f}x the time", "; ".join(notes))
+
+
+def _host_bound_variant(result: "Comparison", row: "Timing") -> bool:
+    return (result.device.startswith("cuda") and row.device_s is not None
+            and row.device_s < BUSY_FRACTION * row.median)
+
+
+def memory_verdict(result: "Comparison", row: "Timing") -> Verdict | None:
+    """Peak memory against the baseline's, or None when memory was not measured."""
+    base = result.baseline
+    if row is base or row.peak_bytes is None or base.peak_bytes is None:
+        return None
+    if base.peak_bytes == row.peak_bytes or (
+            base.peak_bytes and abs(row.peak_bytes - base.peak_bytes) <= SAME_MEMORY * base.peak_bytes):
+        return Verdict("same memory", f"same peak memory ({format_bytes(row.peak_bytes)})")
+    if not base.peak_bytes:
+        return Verdict("more memory", f"peak {format_bytes(row.peak_bytes)} where the baseline allocated nothing")
+    share = row.peak_bytes / base.peak_bytes
+    kind = "less memory" if share < 1 else "more memory"
+    return Verdict(kind, f"{share:.0%} of the baseline's peak memory ({format_bytes(row.peak_bytes)} "
+                         f"vs {format_bytes(base.peak_bytes)})")
+
+
+def sentence(result: "Comparison", row: "Timing") -> str:
+    """One sentence about a variant, for prose generated from the result."""
+    if row is result.baseline:
+        return f"{row.label} is the baseline."
+    parts = [str(time_verdict(result, row))]
+    memory = memory_verdict(result, row)
+    if memory:
+        parts.append(str(memory))
+    return f"{row.label}, against {result.baseline.label}: " + "; ".join(parts) + "."
+
+
+def _s(seconds: float) -> str:
+    from .bench import format_seconds
+    return format_seconds(seconds)
