@@ -138,7 +138,8 @@ def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
 
 def _load(payload: bytes):
     try:
-        frame = torch.load(io.BytesIO(payload), weights_only=True)
+        # map_location: a frame may claim a tensor lives on cuda:0; the trusted side never touches a GPU.
+        frame = torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
     except Exception:
         return None
     if not (type(frame) is dict and set(frame) == {"kind", "name", "data"}

@@ -85,15 +85,19 @@ def _mounts() -> list[str]:
     return args
 
 
+# Set for student code in both modes. CUDA_VISIBLE_DEVICES="" hides every GPU (grading runs on
+# the CPU; a GPU would also be a channel out of the sandbox), COURSE_RECORDS="" stops recording.
+STUDENT_ENV = {
+    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1",
+    "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "CUDA_VISIBLE_DEVICES": "", "KINETO_LOG_LEVEL": "6", "COURSE_RECORDS": "",
+    "MPLBACKEND": "Agg",
+}
+
+
 def _environment() -> list[str]:
-    env = {
-        "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
-        "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1",
-        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "CUDA_VISIBLE_DEVICES": "", "KINETO_LOG_LEVEL": "6", "COURSE_RECORDS": "",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp",
-    }
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
+           "LANG": "C.UTF-8", "MPLCONFIGDIR": "/tmp", **STUDENT_ENV}
     args = ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -169,9 +173,10 @@ def run(job_dir: Path, argv: list[str], *, slot: int = 0, limits: Limits = Limit
     processes = limits.processes
     if os.geteuid() != 0:  # the count is per real uid, which the sandbox shares with its user here
         processes += sum(1 for _ in _pids_of(os.getuid()))
+    env = None if isolate else {**os.environ, **STUDENT_ENV}  # bwrap sets the sandbox's own environment
     proc = subprocess.Popen(command(job_dir, argv, slot, limits, isolate), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,),
-                            preexec_fn=lambda: _set_limits(limits, processes), start_new_session=True)
+                            preexec_fn=lambda: _set_limits(limits, processes), start_new_session=True, env=env)
     os.close(write_end)
     output, log = [], []
     overflow = lambda: _kill_group(proc, wait=False)  # noqa: E731

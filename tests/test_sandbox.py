@@ -97,3 +97,39 @@ def _pids_with(word):
         except OSError:
             continue
     return pids
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["sandbox", "no-sandbox"])
+def test_student_code_sees_no_gpu_and_cannot_record(tmp_path, monkeypatch, isolate):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")      # as on a grading machine with a GPU
+    monkeypatch.setenv("COURSE_RECORDS", str(tmp_path / "records.jsonl"))
+    code = ("import os, json; os.write({fd}, json.dumps([os.environ.get('CUDA_VISIBLE_DEVICES'), "
+            "os.environ.get('COURSE_RECORDS')]).encode())")
+    result = sandbox.run(tmp_path, [sys.executable, "-c", code], slot=3, limits=FAST, isolate=isolate)
+    import json
+    assert json.loads(result.output) == ["", ""]
+
+
+def test_a_frame_that_claims_a_cuda_tensor_is_loaded_on_the_cpu():
+    """A student's process could tag a tensor cuda:0; the trusted side must not touch a GPU for it
+    (and must not fail where there is none)."""
+    import io
+    import zipfile
+
+    import torch
+
+    from grader.grading import _load
+
+    saved = io.BytesIO()
+    torch.save({"kind": "probe", "name": "x", "data": torch.ones(3)}, saved)
+    forged = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(saved.getvalue())) as src, zipfile.ZipFile(forged, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name.endswith("data.pkl"):
+                data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+                assert b"cuda:0" in data
+            dst.writestr(name, data)
+    frame = _load(forged.getvalue())
+    assert frame is not None and frame["data"].device.type == "cpu"
+    assert torch.equal(frame["data"], torch.ones(3))

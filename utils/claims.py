@@ -4,7 +4,8 @@ Each claim names a tip, its source, the claimed factor as a range (``low``..``hi
 when the course measures it, the comparison row that does (``measure``). ``evaluate`` holds
 each claim against the records of this run and of the reference runs, one device at a time:
 
-- **reproduced**: the verdict on that device goes the claimed way and the factor reaches ``low``;
+- **reproduced**: the verdict on that device goes the claimed way (a gain, a cost, or no difference)
+  and a claimed gain reaches ``low``;
 - **not reproduced**: it was measured and did not;
 - **not measurable here**: no such measurement on that device, the comparison was launch-bound,
   or the claim is about GPUs and the device is a CPU.
@@ -45,10 +46,22 @@ class Claim:
     device: str = "any"  # "gpu": the claim is about GPUs, a CPU cannot test it
     measure: dict = field(default_factory=dict)  # {tip, title, variant} of the comparison row
 
+    @property
+    def direction(self) -> str:
+        """What the claim expects: "gain" (faster / less memory), "cost" (slower / more), or "none"."""
+        if self.low == self.high == 1:
+            return "none"
+        return "cost" if self.high <= 1 else "gain"
+
     def claimed(self) -> str:
-        unit = "x speed" if self.metric == "time" else "x less memory"
+        time = self.metric == "time"
+        if self.direction == "none":
+            return "no difference"
+        if self.direction == "cost":
+            return "slower" if time else "more memory"
+        unit = "x speed" if time else "x less memory"
         if math.isinf(self.high):
-            return f"> {self.low:g}{unit}" if self.low > 1 else ("faster" if self.metric == "time" else "less memory")
+            return f">= {self.low:g}{unit}" if self.low > 1 else ("faster" if time else "less memory")
         if self.low <= 1:
             return f"up to {self.high:g}{unit}"
         return f"{self.low:g}{unit}" if self.low == self.high else f"{self.low:g}-{self.high:g}{unit}"
@@ -109,7 +122,7 @@ def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, st
         if row.peak_bytes is None or not comparison.baseline.peak_bytes:
             return None, NOT_MEASURABLE, "memory was not measured"
         factor = comparison.baseline.peak_bytes / max(row.peak_bytes, 1)
-        effect = factor > 1 + SAME_MEMORY
+        effect = "gain" if factor > 1 + SAME_MEMORY else "cost" if factor < 1 - SAME_MEMORY else "none"
     else:
         factor = comparison.speedup(row)
         kind = comparison.verdict(row).kind if row.round_medians else "no verdict"
@@ -117,12 +130,16 @@ def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, st
             return factor, NOT_MEASURABLE, {"launch-bound": "launch-bound comparison",
                                             "no verdict": "recorded without per-round data",
                                             "one round": "a single round"}[kind]
-        effect = kind == "faster"
+        effect = {"faster": "gain", "slower": "cost"}.get(kind, "none")
     if claim.device == "gpu" and not gpu:
         return factor, NOT_MEASURABLE, "the claim is about GPUs"
-    if effect and factor >= claim.low:
-        return factor, REPRODUCED, "above the claimed range" if factor > claim.high else ""
-    return factor, NOT_REPRODUCED, "no clear effect" if not effect else "smaller than claimed"
+    if effect != claim.direction:
+        return factor, NOT_REPRODUCED, {"gain": "it was faster/smaller", "cost": "it was slower/larger",
+                                        "none": "no clear effect"}[effect]
+    if claim.direction == "gain" and factor < claim.low:
+        return factor, NOT_REPRODUCED, "smaller than claimed"
+    beyond = claim.direction == "gain" and factor > claim.high
+    return factor, REPRODUCED, "above the claimed range" if beyond else ""
 
 
 def evaluate(claim: Claim, runs: list[tuple[str, list["Comparison"]]]) -> tuple[list[Finding], str]:

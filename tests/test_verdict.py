@@ -1,0 +1,116 @@
+"""utils.verdict: the words under every comparison come from the numbers, by these rules."""
+import pytest
+import torch
+
+from utils import bench
+from utils.bench import Comparison, Timing
+
+MS = 1e-3
+
+
+def row(label, median, iqr=0.02 * MS, rounds=None, device_s=None, peak=None):
+    rounds = [median] * 3 if rounds is None else rounds
+    return Timing(label, median, iqr, 30, peak, "m" if peak is not None else None, {}, rounds, device_s)
+
+
+def comparison(*rows, device="cpu", about_overhead=False):
+    return Comparison("T000", "demo", device, "dev", {}, list(rows), about_overhead=about_overhead)
+
+
+def test_a_clear_consistent_gap_is_faster_or_slower():
+    c = comparison(row("base", 2 * MS), row("tip", 1 * MS), row("worse", 4 * MS))
+    assert c.verdict("base").kind == "baseline"
+    assert c.verdict("tip").kind == "faster" and c.verdict("tip").text == "2.00x as fast"
+    assert c.verdict("worse").kind == "slower" and "2.00x the time" in c.verdict("worse").text
+
+
+def test_a_gap_within_the_iqr_is_no_clear_difference():
+    c = comparison(row("base", 2.0 * MS, iqr=0.3 * MS), row("tip", 1.8 * MS, iqr=0.1 * MS))
+    assert c.verdict("tip").kind == "no clear difference"
+    assert "within the run-to-run spread" in c.verdict("tip").text
+
+
+def test_rounds_that_disagree_earn_no_direction():
+    # The pooled medians differ clearly, but in one round the variant was the slower one.
+    c = comparison(row("base", 2 * MS, rounds=[2 * MS, 2 * MS, 1.0 * MS]),
+                   row("tip", 1 * MS, rounds=[1 * MS, 1 * MS, 1.5 * MS]))
+    v = c.verdict("tip")
+    assert v.kind == "no clear difference" and "rounds disagree" in v.text
+
+
+def test_a_single_round_never_claims_more_than_the_iqr():
+    c = comparison(row("base", 2 * MS, rounds=[2 * MS]), row("tip", 1 * MS, rounds=[1 * MS]))
+    assert c.verdict("tip").kind == "one round"
+    assert "rerun in full mode" in c.verdict("tip").text
+
+
+def test_noise_is_called_out():
+    c = comparison(row("base", 2 * MS, iqr=1.5 * MS), row("tip", 0.2 * MS))
+    assert "noisy" in c.verdict("tip").note
+
+
+def test_cuda_comparison_with_little_gpu_work_is_launch_bound():
+    c = comparison(row("base", 40e-6, device_s=30e-6), row("tip", 30e-6, device_s=20e-6), device="cuda:0")
+    assert c.launch_bound() and "under 500 µs" in c.launch_bound()
+    v = c.verdict("tip")
+    assert v.kind == "launch-bound" and "Python and kernel launches" in v.text
+    assert c.summary().startswith("Launch-bound on dev")
+
+
+def test_cuda_comparison_where_the_gpu_idles_is_launch_bound_unless_overhead_is_the_tip():
+    rows = (row("base", 10 * MS, device_s=2 * MS), row("tip", 5 * MS, device_s=2 * MS))
+    assert comparison(*rows, device="cuda").launch_bound() is not None  # busy 20% of the time
+    about = comparison(*rows, device="cuda", about_overhead=True)
+    assert about.launch_bound() is None and about.verdict("tip").kind == "faster"
+
+
+def test_enough_gpu_work_gets_a_speed_verdict_and_a_host_bound_winner_is_a_lower_bound():
+    c = comparison(row("repeat", 2 * MS, device_s=1.9 * MS), row("expand", 10e-6, device_s=None), device="cuda")
+    assert c.launch_bound() is None
+    assert c.verdict("expand").kind == "faster"
+    c = comparison(row("repeat", 2 * MS, device_s=1.9 * MS), row("expand", 10e-6, device_s=0.0), device="cuda")
+    assert c.verdict("expand").text.startswith("at least ")
+
+
+def test_the_cpu_is_never_launch_bound():
+    c = comparison(row("base", 40e-6, iqr=1e-6), row("tip", 20e-6, iqr=1e-6))
+    assert c.launch_bound() is None and c.verdict("tip").kind == "faster"
+
+
+def test_memory_verdicts():
+    c = comparison(row("base", MS, peak=1000), row("half", MS, peak=500), row("same", MS, peak=1020),
+                   row("more", MS, peak=3000))
+    sentences = c.summary()
+    assert "50% of the baseline's peak memory" in sentences
+    assert "same peak memory" in sentences and "300% of the baseline's peak memory" in sentences
+
+
+def test_table_has_a_verdict_column_and_the_note_says_what_memory_counts(quick_bench):
+    x = torch.rand(128, 128)
+    c = bench.compare("T000", ("three", lambda: x @ x @ x), ("one", lambda: x @ x), record=False)
+    assert [r["verdict"] for r in c.table_rows()][0] == "baseline"
+    assert "2 interleaved rounds" in c.footnote() and "torch.profiler" in c.footnote()
+    assert len(c.baseline.round_medians) == 2 and c.baseline.device_s is None
+
+
+def test_a_real_gap_is_found_faster_in_quick_mode(quick_bench):
+    # 100x less work: the verdict must say "faster" on any machine, from two interleaved rounds.
+    big, small = torch.rand(4_000_000), torch.rand(40_000)
+    c = bench.compare("T000", ("100x the work", lambda: big.sum()), ("less work", lambda: small.sum()),
+                      memory=False, record=False)
+    assert c.verdict("less work").kind == "faster", c
+
+
+def test_sizes_pick_the_device_and_mode():
+    spec = dict(cpu=dict(n=512), quick=dict(n=128), gpu=dict(n=4096))
+    bench.configure(True)
+    try:
+        assert bench.sizes("cpu", **spec) == {"n": 128}
+        assert bench.sizes(torch.device("cuda"), **spec) == {"n": 4096}  # QUICK keeps GPU sizes
+    finally:
+        bench.configure(False)
+    assert bench.sizes("cpu", **spec) == {"n": 512}
+    assert bench.sizes("meta", cpu=dict(n=1)) == {"n": 1}
+    assert bench.sizes("cpu", **spec).spec == {"cpu": {"n": 512}, "cpu-quick": {"n": 128}, "gpu": {"n": 4096}}
+    with pytest.raises(ValueError, match="same keys"):
+        bench.sizes("cpu", cpu=dict(n=1), gpu=dict(m=2))
