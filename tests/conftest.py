@@ -20,3 +20,12 @@ def quick_bench():
     bench.configure(True)
     yield bench
     bench.configure(False)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On the GPU runner (COURSE_REQUIRE_CUDA=1) a CUDA test must run: without CUDA, fail instead of skipping."""
+    if os.environ.get("COURSE_REQUIRE_CUDA") == "1":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise pytest.UsageError("COURSE_REQUIRE_CUDA=1 but torch.cuda.is_available() is False: no usable GPU here")

@@ -9,7 +9,7 @@ from nbgrader.api import Gradebook
 from grader import cli, course
 from grader.autograde import autograde
 from grader.samples import sample_answers
-from utils.execute import run_one
+from utils.execute import check_records, run_one
 
 AID = "03_building_models"
 # Total score of every bundled sample: correct answers in any style get full marks, the
@@ -41,29 +41,23 @@ def graded(tmp_path_factory):
     return course_dir, outcomes, lines
 
 
-# Tips that must leave a measurement on a CPU (CURRICULUM.md "Measured? yes"; the GPU-only
-# comparisons of pinned memory and non_blocking run only where CUDA exists).
-MEASURED_ON_CPU = {
-    "00_measure_first": {"T005"},
-    "01_tensors_devices": {"T013", "T015", "T018", "T020"},
-    "02_tensor_toolbox": {"T028", "T030"},
-    "03_building_models": {"T044"},
-    "04_training_loop": {"T054", "T055", "T069"},
-    "05_memory": {"T073", "T074", "T075", "T076"},
-}
-
-
 @pytest.mark.parametrize("assignment_id", [a.id for a in course.assignments()])
 def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id, tmp_path, monkeypatch):
     records = tmp_path / "m.jsonl"
     monkeypatch.setenv("COURSE_RECORDS", str(records))
-    run = run_one(course.find(assignment_id).source_dir / f"{assignment_id}.ipynb", tmp_path, quick=True, device="cpu")
+    source = course.find(assignment_id).source_dir / f"{assignment_id}.ipynb"
+    run = run_one(source, tmp_path, quick=True, device="cpu")
     assert run.ok, run.error
     assert (tmp_path / "executed" / f"{assignment_id}.html").is_file()
+    assert check_records([source], records, "cpu") == []  # every tip it promises to measure, on the CPU
     rows = [json.loads(line) for line in records.read_text().splitlines()] if records.exists() else []
-    assert MEASURED_ON_CPU[assignment_id] <= {r["tip"] for r in rows}
     assert {r["notebook"] for r in rows} == {assignment_id}
-    assert all(r["median_s"] > 0 and r["quick"] and r["device"] == "cpu" for r in rows)
+    assert all(r["median_s"] > 0 and r["quick"] and r["device"] == "cpu" and len(r["round_medians"]) == 2
+               for r in rows)
+    executed = nbformat.read(tmp_path / "executed" / f"{assignment_id}.ipynb", as_version=4)
+    stderr = [o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "stream" and o.name == "stderr"]
+    assert not stderr, f"warnings or errors on stderr: {stderr}"
 
 
 def test_every_assignment_has_checks_and_samples():

@@ -73,3 +73,32 @@ def test_setup_validates_quick(capsys):
         setup("cpu", quick="yes")
     assert setup("cpu", quick=True) == torch.device("cpu")
     assert "QUICK mode" in capsys.readouterr().out
+
+
+def test_auto_says_so_loudly_when_a_gpu_is_present_but_cuda_cannot_start(monkeypatch):
+    from utils import device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(device, "nvidia_gpu_present", lambda: True)
+    with pytest.warns(device.CudaUnusableWarning, match="falls back to the CPU.*CUDA 13.0"):
+        assert pick_device("auto").type in ("cpu", "mps")
+
+
+def test_auto_is_quiet_on_a_machine_without_an_nvidia_gpu(monkeypatch, recwarn):
+    from utils import device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(device, "nvidia_gpu_present", lambda: False)
+    pick_device("auto")
+    assert not [w for w in recwarn if issubclass(w.category, device.CudaUnusableWarning)]
+
+
+def test_deterministic_seeding_configures_cublas(monkeypatch):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    try:
+        seed_everything(0, deterministic=True)
+        import os
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] in (":4096:8", ":16:8")
+    finally:
+        seed_everything(0)

@@ -1,0 +1,120 @@
+"""The claims ledger: valid data, every claim linked to a real demo, and honest verdicts."""
+import math
+import re
+
+import pytest
+
+from grader import course
+from utils import claims
+from utils.bench import Comparison, Timing
+
+MS = 1e-3
+CURRICULUM = course.REPO_ROOT.parent / "shared" / "CURRICULUM.md"
+
+
+def test_the_shipped_ledger_is_valid_and_covers_the_curriculum_claims():
+    ledger = claims.load()
+    assert len(ledger) >= 40
+    by_tip = {c.tip for c in ledger}
+    # The claims CURRICULUM.md names explicitly: autotuner, channels_last, AMP, multiples of 8,
+    # fused GELU, CPU serving.
+    assert {"T086", "T087", "T088", "T089", "T092", "T105"} <= by_tip
+    autotuner = [c for c in ledger if c.tip == "T086" and c.high == pytest.approx(1.7)]
+    assert autotuner, "the cuDNN autotuner's 'up to 70%' claim"
+    for c in ledger:
+        assert re.fullmatch(r"C\d{3}", c.id) and re.fullmatch(r"T\d{3}", c.tip)
+        assert re.fullmatch(r"00[0-4](#\d+)?", c.source), c
+        assert c.claim and not re.search(r"[\u0400-\u04FF\u4e00-\u9fff]", c.claim + c.note), f"{c.id}: own words"
+
+
+@pytest.mark.skipif(not CURRICULUM.exists(), reason="the curriculum lives beside the repo (../shared)")
+def test_every_claim_names_a_curriculum_tip():
+    known = set(re.findall(r"^\| (T\d{3}) \|", CURRICULUM.read_text(), re.M))
+    assert {c.tip for c in claims.load()} <= known
+
+
+def test_every_measured_claim_points_at_a_demo_in_a_solution_notebook():
+    sources = {a.id: (a.source_dir / a.notebook_name).read_text() for a in course.assignments()}
+    for claim in claims.load():
+        if not claim.measure:
+            continue
+        tip, title, variant = claim.measure["tip"], claim.measure["title"], claim.measure["variant"]
+        holders = [name for name, text in sources.items() if f'"{tip}"' in text or f"\\\"{tip}\\\"" in text]
+        assert holders, f"{claim.id}: no notebook measures {tip}"
+        assert any(_literal(title) in sources[h] and _literal(variant) in sources[h] for h in holders), \
+            f"{claim.id}: title {title!r} / variant {variant!r} not found in {holders}"
+
+
+def _literal(text: str) -> str:
+    """How a string literal appears inside the notebook's JSON source."""
+    import json
+    return json.dumps(text)[1:-1]
+
+
+def comparison(factor, *, device="cpu", peak=(100, 100), rounds_agree=True, device_s=None):
+    base_rounds = [2 * MS] * 3
+    tip_rounds = [2 * MS / factor] * 3 if rounds_agree else [1 * MS, 3 * MS, 1 * MS]
+    rows = [Timing("base", 2 * MS, 0.01 * MS, 30, peak[0], "m", {}, base_rounds, device_s),
+            Timing("tip", 2 * MS / factor, 0.01 * MS, 30, peak[1], "m", {}, tip_rounds, device_s)]
+    return Comparison("T086", "demo", device, f"{device} box", {}, rows)
+
+
+def claim(low=1.0, high=math.inf, metric="time", device="any"):
+    return claims.Claim("C999", "T086", "000#2", "a claim", metric, low, high, device=device,
+                        measure={"tip": "T086", "title": "demo", "variant": "tip"})
+
+
+@pytest.mark.parametrize("the_claim,factor,expected", [
+    (claim(), 1.5, claims.REPRODUCED),
+    (claim(1.27, 1.7), 1.5, claims.REPRODUCED),
+    (claim(1.27, 1.7), 1.1, claims.NOT_REPRODUCED),      # faster, but less than claimed
+    (claim(1.27, 1.7), 3.0, claims.REPRODUCED),          # more than claimed still supports it
+    (claim(), 0.5, claims.NOT_REPRODUCED),               # slower
+    (claim(1e-9, 1.0), 0.5, claims.REPRODUCED),          # a cost claim ("checkpointing is slower")
+    (claim(1.0, 1.0), 1.0, claims.REPRODUCED),           # "no gain, no harm"
+])
+def test_time_claims(the_claim, factor, expected):
+    findings, overall = claims.evaluate(the_claim, [("this run", [comparison(factor)])])
+    assert findings[0].verdict == expected and overall == expected
+
+
+def test_memory_claims_use_peak_memory():
+    c = claim(metric="memory")
+    assert claims.evaluate(c, [("r", [comparison(1.0, peak=(100, 40))])])[1] == claims.REPRODUCED
+    assert claims.evaluate(c, [("r", [comparison(1.0, peak=(100, 100))])])[1] == claims.NOT_REPRODUCED
+
+
+def test_launch_bound_gpu_claims_and_missing_measurements_are_not_measurable():
+    launch_bound = comparison(1.5, device="cuda:0", device_s=10e-6)
+    assert claims.evaluate(claim(), [("r", [launch_bound])])[1] == claims.NOT_MEASURABLE
+    assert claims.evaluate(claim(device="gpu"), [("r", [comparison(1.5)])])[1] == claims.NOT_MEASURABLE
+    assert claims.evaluate(claim(), [("r", [])]) == ([], claims.NOT_MEASURABLE)
+
+
+def test_devices_that_disagree_make_a_claim_device_dependent():
+    runs = [("laptop", [comparison(2.0)]), ("h100", [comparison(1.0, device="cuda:0", device_s=2 * MS)])]
+    findings, overall = claims.evaluate(claim(), runs)
+    assert [f.verdict for f in findings] == [claims.REPRODUCED, claims.NOT_REPRODUCED]
+    assert overall == claims.DEVICE_DEPENDENT
+
+
+@pytest.mark.parametrize("entry,message", [
+    ('id = "C1"\ntip = "T1"\nsource = "000"\nclaim = "x"\nmetric = "time"\nlow = 2.0\nhigh = 1.0', "low <= high"),
+    ('id = "C1"\ntip = "T1"\nsource = "000"\nclaim = "x"\nmetric = "speed"\nlow = 1.0\nhigh = 2.0', "metric"),
+    ('id = "C1"\ntip = "T1"\nsource = "000"\nclaim = "x"\nmetric = "time"\nlow = 1.0\nhigh = 2.0\nbogus = 1',
+     "unknown fields"),
+    ('id = "C1"\ntip = "T1"\nsource = "000"\nmetric = "time"\nlow = 1.0\nhigh = 2.0', "claim"),
+])
+def test_malformed_entries_are_refused_with_their_id(tmp_path, entry, message):
+    path = tmp_path / "claims.toml"
+    path.write_text("[[claim]]\n" + entry + "\n")
+    with pytest.raises(ValueError, match=message):
+        claims.load(path)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    one = '[[claim]]\nid = "C1"\ntip = "T1"\nsource = "000"\nclaim = "x"\nmetric = "time"\nlow = 1.0\nhigh = 2.0\n'
+    path = tmp_path / "claims.toml"
+    path.write_text(one + one)
+    with pytest.raises(ValueError, match="duplicate"):
+        claims.load(path)

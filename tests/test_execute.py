@@ -1,0 +1,61 @@
+"""The runner's manifest and its record checks (what the GPU CI job relies on)."""
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+import torch
+
+from utils import execute, records
+from utils.records import REPO_ROOT
+
+
+def record(tip, device="cpu", notebook="01_x", host=False):
+    return records.Record(comparison=tip, tip=tip, title="t", variant="v", role="baseline", device=device,
+                          device_name="d", notebook=notebook, host=host, median_s=1.0)
+
+
+def notebook(tmp_path, measured, gpu_only):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["course"] = {"measured": measured, "gpu_only": gpu_only}
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_check_finds_missing_tips_and_records_from_the_wrong_device(tmp_path):
+    nb = notebook(tmp_path, ["T013", "T014"], ["T016"])
+    path = tmp_path / "m.jsonl"
+    records.append([record("T013"), record("T015", device="cpu", host=True)], path)
+    problems = execute.check_records([nb], path, "cpu")
+    assert problems == ["01_x: no record of T014 on cpu"]  # T016 is GPU-only; a host record is fine
+    records.append([record("T014")], path)
+    assert execute.check_records([nb], path, "cpu") == []
+
+
+def test_gpu_only_tips_are_required_on_a_gpu(tmp_path):
+    nb = notebook(tmp_path, ["T013"], ["T016"])
+    assert execute.measured_tips(nb, "cuda") == {"T013", "T016"}
+    assert execute.measured_tips(nb, "cpu") == {"T013"}
+
+
+def test_every_solution_declares_its_measured_tips():
+    for source in execute.solution_notebooks():
+        meta = nbformat.read(source, as_version=4).metadata.get("course")
+        assert meta and meta["measured"], f"{source.name}: metadata course.measured is missing"
+        assert set(meta) == {"measured", "gpu_only"}
+
+
+def test_manifest_names_commit_device_and_mode(tmp_path):
+    manifest = json.loads(execute.write_manifest(tmp_path, quick=True, device="cpu").read_text())
+    assert manifest["mode"] == "quick" and manifest["device"] == "cpu" and manifest["torch"] == torch.__version__
+    assert len(manifest["commit"]) == 40 and isinstance(manifest["dirty"], bool)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised where CUDA is missing")
+def test_asking_for_a_missing_gpu_fails_at_once_with_a_clear_error(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "utils.execute", "--device", "cuda", "--out", str(tmp_path)],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "CUDA is not available" in run.stderr
+    assert not (tmp_path / "executed").exists()
