@@ -44,7 +44,8 @@ def comparison_figure(result: "Comparison") -> plt.Figure:
     for a in axes[0]:
         a.invert_yaxis()
         a.margins(x=0.25)
-    fig.suptitle(f"{result.tip}: {result.title}", fontsize=10)
+    launch_bound = " (launch-bound: these bars measure launches, not the tip)" if result.launch_bound() else ""
+    fig.suptitle(f"{result.tip}: {result.title}{launch_bound}", fontsize=10)
     fig.tight_layout()
     return fig
 
