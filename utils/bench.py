@@ -171,12 +171,14 @@ def _measure_interleaved(variants, device: torch.device, memory: bool) -> list[T
             for i, timer in enumerate(timers):
                 rounds[i].append(_run_round(timer, numbers[i], budget))
         timings = []
-        for (label, fn, extra), measured in zip(variants, rounds):
+        gpu_seconds = [gpu_seconds_per_call(fn, device) for _, fn, _ in variants]
+        if any(s is not None for s in gpu_seconds):  # the profiler sees the GPU: no kernel means none ran
+            gpu_seconds = [s or 0.0 for s in gpu_seconds]
+        for (label, fn, extra), measured, gpu_s in zip(variants, rounds, gpu_seconds):
             m = benchmark.Measurement.merge([block for one_round in measured for block in one_round])[0]
             per_round = [benchmark.Measurement.merge(one_round)[0].median for one_round in measured]
             peak, method = peak_memory(fn, device) if memory else (None, None)
-            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, dict(extra), per_round,
-                                  gpu_seconds_per_call(fn, device)))
+            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, dict(extra), per_round, gpu_s))
     return timings
 
 
