@@ -1,7 +1,16 @@
+import pytest
 import torch
 
-from utils import bench
+from utils import bench, references
 from utils.report import NotebookRun, build_report
+
+
+@pytest.fixture(autouse=True)
+def no_reference_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(references, "REFERENCES", tmp_path / "no-references")
+    references._load_runs.cache_clear()
+    yield
+    references._load_runs.cache_clear()
 
 
 def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_file, tmp_path):

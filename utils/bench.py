@@ -2,7 +2,7 @@
 
 Built on ``torch.utils.benchmark.Timer``: it warms up, synchronizes CUDA around every
 block of runs, picks a block size so timer overhead is negligible, and reports the median
-and interquartile range (IQR) of many runs. Variants are measured in interleaved rounds
+and interquartile range (IQR, from the 25th to the 75th percentile) of many runs. Variants are measured in interleaved rounds
 (baseline, tip, baseline, tip, ...) so that a burst of background load hits both sides, and
 the per-round medians let a verdict check that the ranking held in every round.
 
@@ -89,6 +89,14 @@ class Timing:
     extra: dict = field(default_factory=dict)
     round_medians: list[float] = field(default_factory=list)
     device_s: float | None = None  # GPU kernel time per call (CUDA only)
+    q1: float | None = None        # 25th and 75th percentiles of the timed runs (the IQR's ends)
+    q3: float | None = None
+
+    def quartiles(self) -> tuple[float, float]:
+        """(25th, 75th) percentile; older records without them get median -/+ IQR/2."""
+        if self.q1 is None or self.q3 is None:
+            return self.median - self.iqr / 2, self.median + self.iqr / 2
+        return self.q1, self.q3
 
     def __repr__(self) -> str:
         return f"{self.label}: median {format_seconds(self.median)} (IQR {format_seconds(self.iqr)}, {self.runs} runs)"
@@ -176,9 +184,12 @@ def _measure_interleaved(variants, device: torch.device, memory: bool) -> list[T
             gpu_seconds = [s or 0.0 for s in gpu_seconds]
         for (label, fn, extra), measured, gpu_s in zip(variants, rounds, gpu_seconds):
             m = benchmark.Measurement.merge([block for one_round in measured for block in one_round])[0]
+            q1, q3 = torch.tensor(m.times, dtype=torch.float64).quantile(
+                torch.tensor([0.25, 0.75], dtype=torch.float64)).tolist()  # as Timer computes its IQR
             per_round = [benchmark.Measurement.merge(one_round)[0].median for one_round in measured]
             peak, method = peak_memory(fn, device) if memory else (None, None)
-            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, dict(extra), per_round, gpu_s))
+            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, dict(extra), per_round, gpu_s,
+                                  q1, q3))
     return timings
 
 
@@ -307,7 +318,7 @@ class Comparison:
                 peak_bytes=row.peak_bytes, memory_method=row.memory_method,
                 extra={k: _jsonable(v) for k, v in row.extra.items()},
                 notebook=self.notebook, torch=torch.__version__, quick=self.quick,
-                round_medians=list(row.round_medians), device_s=row.device_s,
+                round_medians=list(row.round_medians), device_s=row.device_s, q1_s=row.q1, q3_s=row.q3,
                 about_overhead=self.about_overhead, host=self.host, sizes_spec=self.sizes_spec,
                 verdict=self.verdict(row).kind,
             )
@@ -320,7 +331,7 @@ class Comparison:
         group = sorted(group, key=lambda r: r.role != "baseline")
         first = group[0]
         rows = [Timing(r.variant, r.median_s, r.iqr_s, r.runs, r.peak_bytes, r.memory_method, dict(r.extra),
-                       list(r.round_medians), r.device_s)
+                       list(r.round_medians), r.device_s, r.q1_s, r.q3_s)
                 for r in group]
         return cls(first.tip, first.title, first.device, first.device_name, dict(first.sizes), rows,
                    about_overhead=first.about_overhead, host=first.host, sizes_spec=first.sizes_spec,

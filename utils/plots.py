@@ -30,8 +30,9 @@ def comparison_figure(result: "Comparison") -> plt.Figure:
     colors = [BASELINE_COLOR] + [VARIANT_COLOR] * (len(rows) - 1)
     scale, unit = _time_unit(max(r.median for r in rows))
     ax = axes[0][0]
-    # Half the IQR either side of the median (clipped at zero): the spread of the middle half of runs.
-    spread = [[min(r.iqr / 2, r.median) / scale for r in rows], [r.iqr / 2 / scale for r in rows]]
+    # Whiskers from the 25th to the 75th percentile: the middle half of the runs.
+    spread = [[max(r.median - r.quartiles()[0], 0) / scale for r in rows],
+              [max(r.quartiles()[1] - r.median, 0) / scale for r in rows]]
     ax.barh(labels, [r.median / scale for r in rows], xerr=spread, color=colors, capsize=3)
     ax.set_xlabel(f"median time per call ({unit}); whiskers span the IQR")
     for y, r in enumerate(rows):

@@ -37,6 +37,8 @@ class Record:
     quick: bool = False
     round_medians: list = field(default_factory=list)  # median of each interleaved round
     device_s: float | None = None         # GPU kernel time per call (CUDA)
+    q1_s: float | None = None             # 25th / 75th percentile of the timed runs
+    q3_s: float | None = None
     about_overhead: bool = False          # the tip is about host overhead (see utils.verdict)
     host: bool = False                    # a host-side comparison, on the CPU on every machine
     sizes_spec: dict | None = None        # the sizes the notebook picks on each device (bench.sizes)

@@ -7,8 +7,9 @@ A verdict is generated from the numbers, never typed into a notebook. Rules:
   work per call at all, measures Python and kernel launches, not the tip: it gets no speed
   verdict. Comparisons whose tip *is* the host-side overhead (sync points, batch size, pageable
   copies) pass ``about_overhead=True`` and are only held to the absolute minimum.
-- **Faster / slower** needs two things: the gap between the medians exceeds both IQRs, and
-  the variant is on the same side of the baseline in every interleaved round. A single
+- **Faster / slower** needs two things: the middle halves of the two sets of runs do not
+  overlap (the variant's 75th percentile is below the baseline's 25th, or the other way round),
+  and the variant is on the same side of the baseline in every interleaved round. A single
   round never earns a directional verdict.
 - Otherwise: **no clear difference**.
 """
@@ -69,13 +70,14 @@ def time_verdict(result: "Comparison", row: "Timing") -> Verdict:
     notes = []
     if max(r.iqr / r.median for r in (base, row)) > NOISY_IQR:
         notes.append("noisy: an IQR above half its median, rerun before trusting it")
-    gap_clear = abs(base.median - row.median) > max(base.iqr, row.iqr)
+    (base_q1, base_q3), (row_q1, row_q3) = base.quartiles(), row.quartiles()
+    gap_clear = row_q3 < base_q1 or row_q1 > base_q3  # the IQR boxes do not overlap
     rounds = list(zip(base.round_medians, row.round_medians))
     same_side = bool(rounds) and len({b > r for b, r in rounds}) == 1
     if gap_clear and len(rounds) < 2:
         return Verdict("one round", f"{ratio:.2f}x in one round: rerun in full mode for a verdict", "; ".join(notes))
     if not (gap_clear and same_side):
-        why = "within the run-to-run spread" if not gap_clear else "the rounds disagree"
+        why = "the middle halves of the runs overlap" if not gap_clear else "the rounds disagree"
         return Verdict("no clear difference", f"no clear difference ({ratio:.2f}x, {why})", "; ".join(notes))
     at_least = _host_bound_variant(result, row) and ratio > 1
     if ratio > 1:
