@@ -61,3 +61,28 @@ def test_freeing_an_older_tensor_is_silent_and_not_credited(capfd):
     peak, _ = peak_memory(drop_old_then_allocate, "cpu")
     assert 1 * MiB <= peak < 1.5 * MiB
     assert "allocated before the profiling started" not in capfd.readouterr().err
+
+
+def test_held_memory_counts_what_the_result_keeps_not_the_temporaries():
+    from utils.memory import held_memory
+
+    def keep_one_of_three():
+        a, b = torch.ones(1024, 1024), torch.ones(1024, 1024)   # 8 MiB of temporaries
+        kept = torch.ones(256, 1024)                              # 1 MiB returned
+        return kept, (a + b).sum()
+
+    held, method = held_memory(keep_one_of_three, "cpu")
+    assert method == CPU_METHOD
+    assert 1 * MiB <= held < 1.1 * MiB
+
+
+def test_verdict_against_another_variant():
+    from utils.bench import Comparison, Timing
+
+    rows = [Timing(n, m, 1e-6, 30, p, "m", {}, [m] * 3) for n, m, p in
+            (("base", 4e-3, 400), ("pinned", 2e-3, 400), ("pinned+async", 1e-3, 100))]
+    c = Comparison("T016", "copy", "cpu", "CPU", {}, rows)
+    assert c.verdict("pinned+async").text == "4.00x as fast"
+    assert c.verdict("pinned+async", against="pinned").text == "2.00x as fast"
+    assert "25% of the baseline's peak memory" in c.memory_verdict("pinned+async", against="pinned").text
+    assert c.memory_verdict("pinned", against="base").kind == "same memory"

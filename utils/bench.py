@@ -13,6 +13,7 @@ and kernel launches, and ``utils.verdict`` says so instead of judging the tip.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import uuid
@@ -237,9 +238,21 @@ class Comparison:
             return None
         return row.peak_bytes / self.baseline.peak_bytes
 
-    def verdict(self, row: Timing | str) -> verdict.Verdict:
-        """The speed verdict of a variant (a row or its label), generated from the measurements."""
-        return verdict.time_verdict(self, self.row(row) if isinstance(row, str) else row)
+    def verdict(self, row: Timing | str, against: Timing | str | None = None) -> verdict.Verdict:
+        """The speed verdict of a variant (a row or its label) against the baseline, or against
+        another variant of the same comparison (``against``), generated from the measurements."""
+        return verdict.time_verdict(*self._pair(row, against))
+
+    def memory_verdict(self, row: Timing | str, against: Timing | str | None = None) -> verdict.Verdict | None:
+        """The peak-memory verdict of a variant, or None when memory was not measured."""
+        return verdict.memory_verdict(*self._pair(row, against))
+
+    def _pair(self, row, against) -> tuple["Comparison", Timing]:
+        row = self.row(row) if isinstance(row, str) else row
+        if against is None:
+            return self, row
+        base = self.row(against) if isinstance(against, str) else against
+        return dataclasses.replace(self, rows=[base, row]), row
 
     def launch_bound(self) -> str | None:
         """Why this comparison measures kernel launches rather than the tip (CUDA), or None."""

@@ -52,6 +52,30 @@ def peak_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[i
     return _profiled_peak(fn), CPU_METHOD
 
 
+def held_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[int, str]:
+    """Bytes of new tensor memory still allocated when ``fn`` returns, its result kept alive
+    (what a returned list of losses holds, say), and the method used."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        start = torch.cuda.memory_allocated(device)
+        result = fn()
+        torch.cuda.synchronize(device)
+        held = torch.cuda.memory_allocated(device) - start
+        del result
+        return max(int(held), 0), "torch.cuda.memory_allocated after minus before"
+    if device.type == "mps":
+        start = torch.mps.current_allocated_memory()
+        result = fn()
+        torch.mps.synchronize()
+        held = torch.mps.current_allocated_memory() - start
+        del result
+        return max(int(held), 0), "torch.mps.current_allocated_memory after minus before"
+    events, result = _memory_events(fn)
+    del result
+    return max(int(sum(nbytes for _, nbytes in events)), 0), CPU_METHOD
+
+
 def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
@@ -63,19 +87,25 @@ def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
     return max(int(peak), 0)
 
 
-def _profiled_peak(fn: Callable[[], object]) -> int:
+def _memory_events(fn: Callable[[], object]) -> tuple[list[tuple[int, int]], object]:
+    """(time, +/- bytes) of every CPU tensor allocation and free during ``fn``, in order; and its result."""
     # acc_events: one cycle only, and it stops torch's "Profiler clears events" warning on GPU machines.
     with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                                          acc_events=True) as prof:
         result = fn()
-    del result
     events = [
         (e.start_ns(), e.nbytes())
         for e in prof.profiler.kineto_results.events()
         if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
     ]
+    return sorted(events, key=lambda item: item[0]), result
+
+
+def _profiled_peak(fn: Callable[[], object]) -> int:
+    events, result = _memory_events(fn)
+    del result
     live = peak = 0
-    for _, nbytes in sorted(events, key=lambda item: item[0]):
+    for _, nbytes in events:
         live += nbytes
         peak = max(peak, live)
     return int(peak)
