@@ -9,7 +9,17 @@ from nbgrader.api import Gradebook
 from grader import cli, course
 from grader.autograde import autograde
 from grader.samples import sample_answers
-from utils.execute import check_records, run_one
+from utils import claims
+from utils import records as records_module
+from utils.bench import Comparison
+from utils.execute import check_records, measured_tips, run_one
+
+
+def _groups(rows):
+    groups = {}
+    for row in rows:
+        groups.setdefault(row.comparison, []).append(row)
+    return groups
 
 AID = "03_building_models"
 # Total score of every bundled sample: correct answers in any style get full marks, the
@@ -54,6 +64,10 @@ def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id,
     assert {r["notebook"] for r in rows} == {assignment_id}
     assert all(r["median_s"] > 0 and r["quick"] and r["device"] == "cpu" and len(r["round_medians"]) == 2
                for r in rows)
+    comparisons = [Comparison.from_records(g) for g in _groups(records_module.load(records)).values()]
+    for claim in claims.load():  # every claim a CPU run can test finds its comparison row
+        if claim.measure and claim.measure["tip"] in measured_tips(source, "cpu"):
+            assert claims.find_row(claim, comparisons), f"{claim.id}: {claim.measure} was not recorded"
     executed = nbformat.read(tmp_path / "executed" / f"{assignment_id}.ipynb", as_version=4)
     stderr = [o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "stream" and o.name == "stderr"]

@@ -44,7 +44,7 @@ class Claim:
     condition: str = ""
     note: str = ""
     device: str = "any"  # "gpu": the claim is about GPUs, a CPU cannot test it
-    measure: dict = field(default_factory=dict)  # {tip, title, variant} of the comparison row
+    measure: dict = field(default_factory=dict)  # {tip, title, variant[, against]}: the row that tests it
 
     @property
     def direction(self) -> str:
@@ -86,8 +86,9 @@ def load(path: Path = LEDGER) -> list[Claim]:
             raise ValueError(f"{where}: metric must be time|memory and device any|gpu")
         if not 0 < claim.low <= claim.high:
             raise ValueError(f"{where}: need 0 < low <= high, got {claim.low}..{claim.high}")
-        if claim.measure and set(claim.measure) != {"tip", "title", "variant"}:
-            raise ValueError(f"{where}: measure needs exactly tip, title and variant")
+        if claim.measure and not {"tip", "title", "variant"} <= set(claim.measure) <= {"tip", "title", "variant",
+                                                                                          "against"}:
+            raise ValueError(f"{where}: measure needs tip, title and variant (and optionally against)")
         seen.add(claim.id)
         claims.append(claim)
     return claims
@@ -104,14 +105,17 @@ class Finding:
 
 
 def find_row(claim: Claim, comparisons: list["Comparison"]):
-    """The (comparison, row) that measures a claim in a list of comparisons, or None."""
+    """The (comparison, row) that measures a claim in a list of comparisons, or None. With
+    ``against``, the comparison is narrowed to that variant (as its baseline) and the row."""
     if not claim.measure:
         return None
+    wanted = claim.measure
     for comparison in comparisons:
-        if (comparison.tip, comparison.title) == (claim.measure["tip"], claim.measure["title"]):
-            for row in comparison.rows:
-                if row.label == claim.measure["variant"]:
-                    return comparison, row
+        labels = [row.label for row in comparison.rows]
+        if (comparison.tip, comparison.title) == (wanted["tip"], wanted["title"]) and wanted["variant"] in labels:
+            if wanted.get("against") not in (None, *labels):
+                continue
+            return comparison._pair(wanted["variant"], wanted.get("against"))
     return None
 
 
