@@ -59,18 +59,13 @@ def held_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[i
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         start = torch.cuda.memory_allocated(device)
-        result = fn()
-        torch.cuda.synchronize(device)
-        held = torch.cuda.memory_allocated(device) - start
-        del result
-        return max(int(held), 0), "torch.cuda.memory_allocated after minus before"
+        return (_read_after(fn, lambda: torch.cuda.synchronize(device),
+                            lambda: torch.cuda.memory_allocated(device) - start),
+                "torch.cuda.memory_allocated after minus before")
     if device.type == "mps":
         start = torch.mps.current_allocated_memory()
-        result = fn()
-        torch.mps.synchronize()
-        held = torch.mps.current_allocated_memory() - start
-        del result
-        return max(int(held), 0), "torch.mps.current_allocated_memory after minus before"
+        return (_read_after(fn, torch.mps.synchronize, lambda: torch.mps.current_allocated_memory() - start),
+                "torch.mps.current_allocated_memory after minus before")
     events, result = _memory_events(fn)
     del result
     return max(int(sum(nbytes for _, nbytes in events)), 0), CPU_METHOD
@@ -80,11 +75,17 @@ def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     start = torch.cuda.memory_allocated(device)
+    return _read_after(fn, lambda: torch.cuda.synchronize(device),
+                       lambda: torch.cuda.max_memory_allocated(device) - start)
+
+
+def _read_after(fn: Callable[[], object], sync: Callable[[], None], read: Callable[[], int]) -> int:
+    """Run ``fn``, wait for the device, read a counter while the result is still alive."""
     result = fn()
-    torch.cuda.synchronize(device)
-    peak = torch.cuda.max_memory_allocated(device) - start
+    sync()
+    value = read()
     del result
-    return max(int(peak), 0)
+    return max(int(value), 0)
 
 
 def _memory_events(fn: Callable[[], object]) -> tuple[list[tuple[int, int]], object]:
