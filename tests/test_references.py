@@ -126,3 +126,15 @@ def test_sizes_spec_travels_through_records(tmp_path):
     records.append(c.to_records(), path)
     back = Comparison.from_records(records.load(path))
     assert back.sizes_spec == spec.spec and back.baseline.round_medians == c.baseline.round_medians
+
+
+def test_claims_hold_only_comparable_references_against_a_run(tmp_path, refs):
+    from utils.report import _comparable
+
+    gpu_only = demo("cuda:0", tip="T017", title="pinned copy", labels=("pageable", "pinned"))
+    store(tmp_path, [demo("cuda:0", n=64, spec=SPEC), gpu_only])
+    [run] = references.load_runs()
+    current = [demo(spec=SPEC)]
+    assert {c.tip for c in _comparable(run, current)} == {"T018", "T017"}
+    resized = [demo(spec={**SPEC, "gpu": {"n": 128}})]
+    assert {c.tip for c in _comparable(run, resized)} == {"T017"}  # the stale T018 reference is not evidence

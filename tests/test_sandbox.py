@@ -70,8 +70,8 @@ def test_process_limit_stops_a_fork_bomb(tmp_path):
 
 def test_no_process_outlives_its_run(tmp_path):
     code = ("import subprocess, os\n"
-            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-            "if os.fork() == 0:\n os.setsid(); import time; time.sleep(300)\n"
+            "subprocess.Popen(['sleep', '301.25'], start_new_session=True)\n"
+            "if os.fork() == 0:\n os.setsid(); import time; time.sleep(301.25)\n"
             "os.write({fd}, b'left children behind')")
     assert run(tmp_path, code).output == b"left children behind"
     assert not [pid for pid in _pids_with("sleep") if pid != os.getpid()]
@@ -92,7 +92,7 @@ def _pids_with(word):
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if word.encode() in cmdline.read_bytes() and b"300" in cmdline.read_bytes():
+            if word.encode() in cmdline.read_bytes() and b"301.25" in cmdline.read_bytes():  # ours, not any sleep
                 pids.append(int(cmdline.parent.name))
         except OSError:
             continue

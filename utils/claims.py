@@ -125,7 +125,7 @@ def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, st
     if claim.metric == "memory":
         if row.peak_bytes is None or not comparison.baseline.peak_bytes:
             return None, NOT_MEASURABLE, "memory was not measured"
-        factor = comparison.baseline.peak_bytes / max(row.peak_bytes, 1)
+        factor = comparison.baseline.peak_bytes / row.peak_bytes if row.peak_bytes else math.inf
         effect = "gain" if factor > 1 + SAME_MEMORY else "cost" if factor < 1 - SAME_MEMORY else "none"
     else:
         factor = comparison.speedup(row)

@@ -66,14 +66,30 @@ def _reference_only(comparisons: list[Comparison], runs: list[references.Referen
     return parts
 
 
+def _comparable(run: references.ReferenceRun, comparisons: list[Comparison]) -> list[Comparison]:
+    """A reference run's comparisons that this run may be held against: those at the sizes this run's
+    notebooks pick for the reference's device, plus those this run did not make (e.g. GPU-only)."""
+    kept = []
+    for ref in run.comparisons:
+        mine = [c for c in comparisons if references.same_comparison(c, ref)]
+        if not mine or any(matched is ref for c in mine for _, matched in references.matching(c)):
+            kept.append(ref)
+    return kept
+
+
+def _factor(value: float | None) -> str:
+    if value is None:
+        return ""
+    return "no new memory, " if value == float("inf") else f"{value:.2f}x, "
+
+
 def _claims_section(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> str:
-    sources = [("this run", comparisons)] + [(run.name, run.comparisons) for run in runs]
+    sources = [("this run", comparisons)] + [(run.name, _comparable(run, comparisons)) for run in runs]
     rows = []
     for claim in claims.load():
         findings, overall = claims.evaluate(claim, sources)
         measured = "<br>".join(
-            html.escape(f"{f.device_name} ({f.run}): "
-                        + (f"{f.factor:.2f}x, " if f.factor is not None else "") + f.verdict
+            html.escape(f"{f.device_name} ({f.run}): {_factor(f.factor)}{f.verdict}"
                         + (f" ({f.why})" if f.why else "")) for f in findings) or "no measurement"
         rows.append(f"<tr><td>{claim.id}</td><td>{claim.tip}</td><td>{html.escape(claim.source)}</td>"
                     f"<td>{html.escape(claim.claim)}</td><td>{html.escape(claim.claimed())}"
