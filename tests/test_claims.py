@@ -119,3 +119,14 @@ def test_duplicate_ids_are_refused(tmp_path):
     path.write_text(one + one)
     with pytest.raises(ValueError, match="duplicate"):
         claims.load(path)
+
+
+def test_a_comparison_shows_the_claims_about_it_beside_its_result(monkeypatch, tmp_path):
+    ledger = tmp_path / "claims.toml"
+    ledger.write_text('[[claim]]\nid = "C900"\ntip = "T086"\nsource = "000#2"\nclaim = "The autotuner helps."\n'
+                      'metric = "time"\nlow = 1.27\nhigh = 1.7\n'
+                      'measure = { tip = "T086", title = "demo", variant = "tip" }\n')
+    monkeypatch.setattr(claims, "LEDGER", ledger)
+    text = repr(comparison(1.5))
+    assert "Claim C900 (000#2): The autotuner helps. Claimed: 1.27-1.7x speed. Here: 1.50x, reproduced." in text
+    assert "Claim C900" in comparison(1.1)._repr_html_() and "not reproduced" in repr(comparison(1.1))

@@ -1,6 +1,7 @@
 """The whole path once: execute a solution, submit samples, autograde, export, feedback."""
 import csv
 import json
+import tomllib
 
 import nbformat
 import pytest
@@ -8,7 +9,7 @@ from nbgrader.api import Gradebook
 
 from grader import cli, course
 from grader.autograde import autograde
-from grader.samples import sample_answers
+from grader.samples import SAMPLES_DIR, sample_answers
 from utils import claims
 from utils import records as records_module
 from utils.bench import Comparison
@@ -22,16 +23,10 @@ def _groups(rows):
     return groups
 
 AID = "03_building_models"
-# Total score of every bundled sample: correct answers in any style get full marks, the
-# wrong ones lose exactly the points of the behaviour they get wrong.
-EXPECTED_SAMPLE_SCORES = {
-    "00_measure_first": {"correct": 10, "other_style": 10, "naive": 0},
-    "01_tensors_devices": {"correct": 10, "other_style": 10, "shallow": 0},
-    "02_tensor_toolbox": {"correct": 10, "other_style": 10, "builtins": 8, "loops": 6},
-    "03_building_models": {"correct": 10, "modulelist_style": 10, "plain_list": 0, "broken": 0},
-    "04_training_loop": {"correct": 10, "other_style": 10, "keeps_graphs": 4, "broken": 0},
-    "05_memory": {"correct": 10, "other_style": 10, "no_collect": 5, "broken": 0},
-}
+def expected_scores() -> dict[str, dict[str, int]]:
+    """Total score of every bundled sample (grader/samples/<id>/scores.toml): correct answers in any
+    style get full marks, the wrong ones lose exactly the points of the behaviour they get wrong."""
+    return {a.id: tomllib.loads((SAMPLES_DIR / a.id / "scores.toml").read_text()) for a in course.assignments()}
 
 
 def points(assignment_id):
@@ -78,15 +73,14 @@ def test_every_assignment_has_checks_and_samples():
     from grader.checks import registry
 
     assert set(registry()) == {a.id for a in course.assignments()}
-    assert set(EXPECTED_SAMPLE_SCORES) == {a.id for a in course.assignments()}
-    for assignment_id, expected in EXPECTED_SAMPLE_SCORES.items():
+    for assignment_id, expected in expected_scores().items():
         assert set(sample_answers(course.find(assignment_id))) == set(expected)
         assert set(registry()[assignment_id].tests) == set(points(assignment_id))
 
 
 def test_samples_score_as_expected(graded):
     _, outcomes, _ = graded
-    for assignment_id, expected in EXPECTED_SAMPLE_SCORES.items():
+    for assignment_id, expected in expected_scores().items():
         full = sum(points(assignment_id).values())
         for sample, score in expected.items():
             outcome = outcomes[(f"sample_{sample}", assignment_id)]

@@ -302,10 +302,11 @@ class Comparison:
         return matching(self)
 
     def __repr__(self) -> str:
+        from .claims import lines_for
         from .references import reference_lines
         from .tables import text_table
         parts = [self.caption(), text_table(self.table_rows()), self.footnote(), self.summary(),
-                 *reference_lines(self)]
+                 *lines_for(self), *reference_lines(self)]
         return "\n".join(p for p in parts if p)
 
     def _repr_html_(self) -> str:
@@ -313,12 +314,13 @@ class Comparison:
 
     def to_html(self, with_references: bool = True) -> str:
         """Table, note, generated verdicts, the reference runs beside this one, and the plot."""
+        from .claims import lines_for
         from .plots import comparison_figure, figure_html
         from .references import reference_html
         from .tables import html_table, html_text
         return (html_table(self.table_rows(), caption=self.caption()) + html_text(self.footnote(), small=True)
-                + html_text(self.summary()) + (reference_html(self) if with_references else "")
-                + figure_html(comparison_figure(self)))
+                + html_text(self.summary()) + html_text("\n".join(lines_for(self)), small=True)
+                + (reference_html(self) if with_references else "") + figure_html(comparison_figure(self)))
 
     def to_records(self) -> list[records.Record]:
         comparison_id = uuid.uuid4().hex[:12]

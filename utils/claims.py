@@ -67,9 +67,11 @@ class Claim:
         return f"{self.low:g}{unit}" if self.low == self.high else f"{self.low:g}-{self.high:g}{unit}"
 
 
-def load(path: Path = LEDGER) -> list[Claim]:
-    """Read and validate the ledger; a malformed entry raises ValueError naming it."""
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+def load(path: Path | None = None) -> list[Claim]:
+    """Read and validate the ledger (``LEDGER`` unless a path is given); a malformed entry raises
+    ValueError naming it."""
+    path = Path(path or LEDGER)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     claims, seen = [], set()
     for entry in data.get("claim", []):
         where = f"{path}: claim {entry.get('id', '?')}"
@@ -159,3 +161,21 @@ def evaluate(claim: Claim, runs: list[tuple[str, list["Comparison"]]]) -> tuple[
     if not decided:
         return findings, NOT_MEASURABLE
     return findings, decided.pop() if len(decided) == 1 else DEVICE_DEPENDENT
+
+
+def lines_for(comparison: "Comparison") -> list[str]:
+    """The sources' claims about this comparison, each beside what it measured here."""
+    lines = []
+    try:
+        ledger = load()
+    except (OSError, ValueError):  # an unreadable ledger must not stop a notebook; tests check it
+        return lines
+    for claim in ledger:
+        found = find_row(claim, [comparison])
+        if found:
+            factor, verdict, why = judge(claim, *found)
+            measured = "no new memory" if factor == math.inf else f"{factor:.2f}x" if factor is not None else "-"
+            lines.append(f"Claim {claim.id} ({claim.source}): {claim.claim} Claimed: {claim.claimed()}"
+                         f"{' (' + claim.condition + ')' if claim.condition else ''}. Here: {measured}, {verdict}"
+                         f"{' (' + why + ')' if why else ''}.")
+    return lines

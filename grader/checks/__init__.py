@@ -8,6 +8,7 @@ it recomputes expected values itself. Messages never quote the checks' code.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +17,6 @@ from typing import Callable
 import torch
 
 PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
-MODULES = ("measure_first", "tensors_devices", "tensor_toolbox", "building_models", "training_loop", "memory")
 
 
 class Fail(Exception):
@@ -78,8 +78,10 @@ def probe_definitions(module: str) -> dict:
 
 
 def registry() -> dict[str, AssignmentChecks]:
-    checks = [importlib.import_module(f"{__name__}.{name}").CHECKS for name in MODULES]
-    return {c.assignment: c for c in checks}
+    """Every assignment's checks: each module in this package defines one ``CHECKS``."""
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]))
+    checks = [importlib.import_module(f"{__name__}.{name}").CHECKS for name in names]
+    return {c.assignment: c for c in sorted(checks, key=lambda c: c.assignment)}
 
 
 # ---- helpers for checks: validate plain data from the sandbox ---------------------------------
