@@ -1,0 +1,2 @@
+def gather_padded(tensor, group=None):
+    raise NotImplementedError("todo")

@@ -1,0 +1,84 @@
+"""utils.distributed: real gloo process groups started from the current process."""
+import socket
+import sys
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from utils import distributed
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="run_ranks forks")
+
+
+def _gather_ranks(rank, world):
+    out = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(out, torch.tensor([10 * rank]))
+    return {"rank": rank, "world": world, "seen": torch.cat(out)}
+
+
+def test_run_ranks_returns_each_ranks_result_in_rank_order():
+    results = distributed.run_ranks(_gather_ranks, world_size=3)
+    assert [r["rank"] for r in results] == [0, 1, 2]
+    assert all(r["world"] == 3 for r in results)
+    for r in results:
+        assert torch.equal(r["seen"], torch.tensor([0, 10, 20]))
+
+
+def _fails_on_rank_1(rank, world):
+    if rank == 1:
+        raise ValueError("rank one refuses")
+    dist.barrier()
+    return rank
+
+
+def test_a_failing_rank_raises_rank_error_naming_it():
+    start = time.monotonic()
+    with pytest.raises(distributed.RankError, match="rank 1: ValueError: rank one refuses"):
+        distributed.run_ranks(_fails_on_rank_1, world_size=2, collective_timeout=5)
+    assert time.monotonic() - start < 20  # the waiting rank learns at once that its peer is gone
+
+
+def _not_plain(rank, world):
+    return object()
+
+
+def test_results_must_be_plain_data():
+    with pytest.raises(distributed.RankError, match="not plain data"):
+        distributed.run_ranks(_not_plain, world_size=2)
+
+
+def _sleeps(rank, world):
+    time.sleep(60)
+
+
+def test_a_hanging_rank_is_stopped_at_the_deadline():
+    start = time.monotonic()
+    with pytest.raises(distributed.RankError, match="did not finish within"):
+        distributed.run_ranks(_sleeps, world_size=2, timeout=2)
+    assert time.monotonic() - start < 15
+
+
+def _prints(rank, world):
+    print("from a rank")
+    print("to stderr", file=sys.stderr)
+    return rank
+
+
+def test_ranks_print_nothing_into_the_parent(capfd):
+    assert distributed.run_ranks(_prints, world_size=2) == [0, 1]
+    out, err = capfd.readouterr()
+    assert "from a rank" not in out and "to stderr" not in err
+
+
+def test_torchrun_command_and_worker_env():
+    command = distributed.torchrun_command("train.py", "out", "--quick", nproc=3, port=29999)
+    assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert "--nproc_per_node=3" in command and "--master_port=29999" in command
+    assert command[-3:] == ["train.py", "out", "--quick"]
+    env = distributed.worker_env(threads=2)
+    assert env["OMP_NUM_THREADS"] == "2"
+    assert env["GLOO_SOCKET_IFNAME"] in {name for _, name in socket.if_nameindex()} | {"lo"}
+    port = distributed.free_port()
+    assert 0 < port < 65536
