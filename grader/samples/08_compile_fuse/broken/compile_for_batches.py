@@ -1,0 +1,2 @@
+def compile_for_batches(fn, backend="inductor"):
+    raise NotImplementedError("todo")

@@ -1,0 +1,2 @@
+def soft_clip_rows(x, limit)
+    return x
