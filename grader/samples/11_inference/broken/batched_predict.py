@@ -1,0 +1,2 @@
+def batched_predict(model, requests, max_batch)
+    return [model(r) for r in requests]
