@@ -1,6 +1,12 @@
 import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/submissions.py
 
 # Measurements made by the tests must not land in the course's build/measurements.jsonl.
 os.environ["COURSE_RECORDS"] = ""
@@ -29,3 +35,49 @@ def pytest_collection_modifyitems(config, items):
 
         if not torch.cuda.is_available():
             raise pytest.UsageError("COURSE_REQUIRE_CUDA=1 but torch.cuda.is_available() is False: no usable GPU here")
+
+
+# Notebooks executed at once by the session's QUICK run: their timing windows overlap, which
+# makes the (unchecked) figures noisy but the suite much shorter on 2 cores.
+NOTEBOOK_JOBS = int(os.environ.get("COURSE_TEST_JOBS", "3"))
+
+
+@pytest.fixture(scope="session")
+def quick_runs(tmp_path_factory):
+    """Every solution notebook executed ONCE per session in QUICK mode on the CPU:
+    {id: (NotebookRun, its records file, the output folder)}."""
+    from utils.execute import run_many, solution_notebooks
+
+    out = tmp_path_factory.mktemp("quick-runs")
+    runs, _ = run_many(solution_notebooks(), out, quick=True, device="cpu", jobs=NOTEBOOK_JOBS)
+    return {run.name: (run, out / "records" / f"{run.name}.jsonl", out) for run in runs}
+
+
+@pytest.fixture(scope="session")
+def graded_course(tmp_path_factory):
+    """ONE graded batch per session: every bundled sample of every assignment, a stray folder, an
+    empty one, and every adversarial submission (tests/submissions.py)."""
+    from grader import cli
+    from grader.autograde import autograde
+    from submissions import AID, LIMITS, hash_tree, repo_state, write_adversarial
+
+    course_dir = tmp_path_factory.mktemp("course")
+    assert cli.main(["samples", "--course-dir", str(course_dir)]) == 0
+    (course_dir / "submitted" / "stray" / "99_not_an_assignment").mkdir(parents=True)
+    (course_dir / "submitted" / "empty_handed" / AID).mkdir(parents=True)
+    write_adversarial(course_dir)
+    others_before, repo_before = hash_tree(course_dir / "submitted"), repo_state()
+    lines = []
+    outcomes = autograde(course_dir, workers=2, report=lines.append, limits=LIMITS)
+    time.sleep(5)  # give the delayed writers among the cheats their chance
+    return SimpleNamespace(dir=course_dir, outcomes={(o.student, o.assignment): o for o in outcomes}, lines=lines,
+                           others_before=others_before, repo_before=repo_before)
+
+
+@pytest.fixture(scope="session")
+def feedback_pages(graded_course):
+    """nbgrader feedback for the whole batch, generated once."""
+    from grader import cli
+
+    assert cli.main(["feedback", "--course-dir", str(graded_course.dir)]) == 0
+    return set((graded_course.dir / "feedback").glob("*/*/*.html"))

@@ -8,12 +8,11 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import cli, course
-from grader.autograde import autograde
 from grader.samples import SAMPLES_DIR, sample_answers
 from utils import claims
 from utils import records as records_module
 from utils.bench import Comparison
-from utils.execute import check_records, measured_tips, run_one
+from utils.execute import check_records, measured_tips
 
 
 def _groups(rows):
@@ -36,24 +35,17 @@ def points(assignment_id):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    course_dir = tmp_path_factory.mktemp("course")
-    assert cli.main(["samples", "--course-dir", str(course_dir)]) == 0
-    (course_dir / "submitted" / "stray" / "99_not_an_assignment").mkdir(parents=True)
-    (course_dir / "submitted" / "empty_handed" / AID).mkdir(parents=True)
-    lines = []
-    outcomes = {(o.student, o.assignment): o for o in autograde(course_dir, workers=2, report=lines.append)}
-    return course_dir, outcomes, lines
+def graded(graded_course):
+    """The session's graded batch (every bundled sample, a stray folder, an empty one, the cheats)."""
+    return graded_course.dir, graded_course.outcomes, graded_course.lines
 
 
 @pytest.mark.parametrize("assignment_id", [a.id for a in course.assignments()])
-def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id, tmp_path, monkeypatch):
-    records = tmp_path / "m.jsonl"
-    monkeypatch.setenv("COURSE_RECORDS", str(records))
+def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id, quick_runs):
+    run, records, out = quick_runs[assignment_id]
     source = course.find(assignment_id).source_dir / f"{assignment_id}.ipynb"
-    run = run_one(source, tmp_path, quick=True, device="cpu")
     assert run.ok, run.error
-    assert (tmp_path / "executed" / f"{assignment_id}.html").is_file()
+    assert (out / "executed" / f"{assignment_id}.html").is_file()
     assert check_records([source], records, "cpu") == []  # every tip it promises to measure, on the CPU
     rows = [json.loads(line) for line in records.read_text().splitlines()] if records.exists() else []
     assert {r["notebook"] for r in rows} == {assignment_id}
@@ -63,7 +55,7 @@ def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id,
     for claim in claims.load():  # every claim a CPU run can test finds its comparison row
         if claim.measure and claim.measure["tip"] in measured_tips(source, "cpu"):
             assert claims.find_row(claim, comparisons), f"{claim.id}: {claim.measure} was not recorded"
-    executed = nbformat.read(tmp_path / "executed" / f"{assignment_id}.ipynb", as_version=4)
+    executed = nbformat.read(out / "executed" / f"{assignment_id}.ipynb", as_version=4)
     stderr = [o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "stream" and o.name == "stderr"]
     assert not stderr, f"warnings or errors on stderr: {stderr}"
@@ -129,12 +121,11 @@ def test_export_writes_nbgrader_csv(graded, tmp_path):
             assert float(rows[key]["max_score"]) == outcome.max_score
 
 
-def test_feedback_pages_for_every_graded_student(graded):
+def test_feedback_pages_for_every_graded_student(graded, feedback_pages):
     course_dir, outcomes, _ = graded
-    assert cli.main(["feedback", "--course-dir", str(course_dir)]) == 0
     for (student, assignment), outcome in outcomes.items():
         if outcome.error is None:
-            assert (course_dir / "feedback" / student / assignment / f"{assignment}.html").is_file()
+            assert course_dir / "feedback" / student / assignment / f"{assignment}.html" in feedback_pages
 
 
 def test_cli_exit_codes(graded, capsys, tmp_path):

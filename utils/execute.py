@@ -1,6 +1,6 @@
 """Execute every solution notebook with papermill and build the report (``make run``, CI).
 
-    python -m utils.execute [--full] [--device auto] [--only 03_building_models] [--out build] [--check]
+    python -m utils.execute [--full] [--device auto] [--only 03_building_models] [--out build] [--check] [--jobs N]
 
 Executed notebooks go to ``OUT/executed/`` (as .ipynb and .html), measurements to
 ``OUT/measurements.jsonl``, what was run to ``OUT/run.json`` (commit, device, mode: the
@@ -42,7 +42,9 @@ def solution_notebooks(only: list[str] | None = None) -> list[Path]:
     return notebooks
 
 
-def run_one(source: Path, out_dir: Path, quick: bool, device: str) -> NotebookRun:
+def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None) -> NotebookRun:
+    """Execute one notebook with papermill into ``out_dir/executed`` (and its HTML rendering);
+    its measurements go to ``records`` (default: wherever COURSE_RECORDS points)."""
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
@@ -50,6 +52,8 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str) -> NotebookRu
     executed = out_dir / "executed" / source.name
     executed.parent.mkdir(parents=True, exist_ok=True)
     os.environ["COURSE_NOTEBOOK"] = source.stem  # the kernel inherits it; records name their notebook
+    if records is not None:
+        os.environ["COURSE_RECORDS"] = str(records)
     start = time.perf_counter()
     try:
         papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
@@ -64,6 +68,35 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str) -> NotebookRu
         html_path = executed.with_suffix(".html")
         html_path.write_text(body, encoding="utf-8")
     return NotebookRun(source.stem, seconds, ok, html_path, error)
+
+
+def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs: int = 1,
+             on_done=lambda run: None) -> tuple[list[NotebookRun], Path]:
+    """Execute notebooks, each writing its records to ``out_dir/records/<name>.jsonl``, then join
+    those into ``out_dir/measurements.jsonl`` in course order. ``jobs > 1`` runs that many at
+    once in worker processes: fine for checking that notebooks run (CI), but their timings then
+    disturb each other, so measurements you will read come from ``jobs=1``."""
+    import concurrent.futures
+    import multiprocessing
+
+    (out_dir / "records").mkdir(parents=True, exist_ok=True)
+    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl") for source in sources]
+    for task in tasks:
+        task[-1].unlink(missing_ok=True)
+    if jobs <= 1:
+        runs = []
+        for task in tasks:
+            runs.append(run_one(*task))
+            on_done(runs[-1])
+    else:
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(run_one, *task) for task in tasks]
+            for future in concurrent.futures.as_completed(futures):
+                on_done(future.result())
+            runs = [future.result() for future in futures]
+    joined = out_dir / "measurements.jsonl"
+    joined.write_text("".join(t[-1].read_text(encoding="utf-8") for t in tasks if t[-1].exists()), encoding="utf-8")
+    return runs, joined
 
 
 def measured_tips(notebook: Path, device_type: str) -> set[str]:
@@ -122,29 +155,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="DEVICE parameter: auto, cpu, cuda, mps")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="run only these notebooks (by name)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build", help="output folder (default: build/)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="notebooks run at once (default 1; more disturbs the timings: for CI only)")
     parser.add_argument("--check", action="store_true",
                         help="fail unless every record came from --device and every promised tip was measured")
     args = parser.parse_args(argv)
 
     out_dir = args.out.resolve()
-    records_file = out_dir / "measurements.jsonl"
-    records_file.parent.mkdir(parents=True, exist_ok=True)
-    records_file.unlink(missing_ok=True)  # the report shows this run only
-    os.environ["COURSE_RECORDS"] = str(records_file)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "measurements.jsonl").unlink(missing_ok=True)  # the report shows this run only
     try:
         write_manifest(out_dir, quick=not args.full, device=args.device)
     except (RuntimeError, ValueError) as exc:  # e.g. --device cuda on a machine without a usable GPU
         print(f"error: {exc}", file=sys.stderr)
         return 2
     notebooks = solution_notebooks(args.only)
-    runs = []
-    for source in notebooks:
-        print(f"executing {source.relative_to(REPO_ROOT)} ({'full' if args.full else 'QUICK'}, device={args.device}) ...",
-              flush=True)
-        run = run_one(source, out_dir, quick=not args.full, device=args.device)
-        print(f"  {'ok' if run.ok else 'FAILED'} in {run.seconds:.1f} s" + (f": {run.error}" if run.error else ""),
-              flush=True)
-        runs.append(run)
+    print(f"executing {len(notebooks)} notebook(s) ({'full' if args.full else 'QUICK'}, device={args.device}, "
+          f"{args.jobs} at a time) ...", flush=True)
+    runs, records_file = run_many(notebooks, out_dir, quick=not args.full, device=args.device, jobs=args.jobs,
+                                  on_done=lambda run: print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in "
+                                                            f"{run.seconds:.1f} s" + (f": {run.error}" if run.error
+                                                                                      else ""), flush=True))
     report = build_report(records_file, out_dir / "report.html", runs)
     print(f"report: {report}")
     problems = check_records(notebooks, records_file, args.device) if args.check else []
