@@ -1,0 +1,125 @@
+"""Notebook 09 (profiling): the input pipeline of its training step, a phase plot, where traces go.
+
+The augmentation code lives here, not in the notebook, because DataLoader worker processes must
+import it: on macOS and Windows (and on Linux from Python 3.14) workers do not fork the notebook's
+process, so they cannot see functions defined in a notebook cell. The notebook shows its source.
+
+Two versions of one augmentation (pad with zeros, random 32x32 crop, random horizontal flip,
+normalize: the usual CIFAR recipe), given the same random parameters they return the same tensor:
+
+- ``augment_one``: one image at a time, as a per-sample ``Dataset.__getitem__`` does it;
+- ``augment_batch``: the whole batch in a few tensor operations, on whatever device it is on.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import record_function
+from torch.utils.data import Dataset
+
+SIZE = 32            # output images are SIZE x SIZE
+PAD = 4              # zero padding before the random crop
+MEAN = (0.49, 0.48, 0.45)
+STD = (0.25, 0.24, 0.26)
+SAMPLE_LABEL = "data: augment one sample"
+
+
+def trace_dir() -> Path:
+    """The repo's ignored ``build/traces`` folder (created if missing): where the notebook writes traces."""
+    path = Path(__file__).resolve().parents[1] / "build" / "traces"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def random_params(batch: int, device: torch.device | str = "cpu",
+                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Crop offsets (top, left) in [0, 2*PAD] and flip flags for ``batch`` images."""
+    tops = torch.randint(0, 2 * PAD + 1, (batch,), generator=generator).to(device)
+    lefts = torch.randint(0, 2 * PAD + 1, (batch,), generator=generator).to(device)
+    flips = (torch.rand(batch, generator=generator) < 0.5).to(device)
+    return tops, lefts, flips
+
+
+def augment_one(image: torch.Tensor, top: int, left: int, flip: bool) -> torch.Tensor:
+    """One uint8 HxWx3 image -> a normalized 3xSIZExSIZE float tensor (crop at top/left, maybe flipped)."""
+    x = image.permute(2, 0, 1).float().div(255)                          # HWC uint8 -> CHW float in [0, 1]
+    x = F.pad(x, (PAD, PAD, PAD, PAD))                                  # zeros around the image
+    x = x[:, top:top + SIZE, left:left + SIZE]                          # random crop
+    if flip:
+        x = x.flip(2)                                                   # horizontal flip
+    mean = torch.tensor(MEAN).view(3, 1, 1)
+    std = torch.tensor(STD).view(3, 1, 1)
+    return (x - mean) / std
+
+
+def augment_batch(images: torch.Tensor, tops: torch.Tensor, lefts: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
+    """A uint8 Bx HxWx3 batch -> normalized Bx3xSIZExSIZE floats, with a few whole-batch operations.
+
+    Each image gets its own crop and flip through one gather: output pixel (b, c, i, j) reads
+    padded pixel (b, c, tops[b] + i, lefts[b] + j), with j reversed for flipped images.
+    """
+    device = images.device
+    x = images.permute(0, 3, 1, 2).float().div_(255)
+    x = F.pad(x, (PAD, PAD, PAD, PAD))
+    steps = torch.arange(SIZE, device=device)
+    rows = tops.to(device)[:, None] + steps                             # B x SIZE
+    cols = lefts.to(device)[:, None] + steps
+    cols = torch.where(flips.to(device)[:, None], cols.flip(1), cols)   # a flipped crop reads its columns backwards
+    batch = torch.arange(x.shape[0], device=device)
+    channels = torch.arange(x.shape[1], device=device)
+    x = x[batch[:, None, None, None], channels[None, :, None, None], rows[:, None, :, None], cols[:, None, None, :]]
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+class PerSampleImages(Dataset):
+    """uint8 images (N x H x W x 3) and labels; ``__getitem__`` augments ONE image, as many
+    real pipelines do (decode, crop, flip, normalize per sample), then DataLoader's default
+    collate stacks the samples into a batch."""
+
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor):
+        if images.dtype != torch.uint8 or images.dim() != 4 or images.shape[-1] != 3:
+            raise ValueError(f"expected uint8 images of shape N x H x W x 3, got {images.dtype} {tuple(images.shape)}")
+        self.images, self.labels = images, labels
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int):
+        with record_function(SAMPLE_LABEL):                             # visible in a profile of the main process
+            top, left = torch.randint(0, 2 * PAD + 1, (2,)).tolist()
+            flip = bool(torch.rand(()) < 0.5)
+            return augment_one(self.images[index], top, left, flip), self.labels[index]
+
+
+def phase_figure(columns: dict[str, dict[str, float]], title: str, unit: str = "ms"):
+    """Horizontal bars: time per phase (rows) for each column (e.g. "before", "after", or host/GPU).
+
+    ``columns`` maps a column name to {phase: time in ``unit``}; phases keep their first-seen order.
+    Returns the matplotlib figure (display it, or ``utils.plots.figure_html`` it).
+    """
+    import matplotlib.pyplot as plt
+
+    phases = list(dict.fromkeys(p for values in columns.values() for p in values))
+    fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.42 * len(phases) * max(1, len(columns)) ** 0.5))
+    height = 0.8 / max(1, len(columns))
+    colors = ["#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"]
+    for k, (name, values) in enumerate(columns.items()):
+        ys = [i + (k - (len(columns) - 1) / 2) * height for i in range(len(phases))]
+        bars = [values.get(p, 0.0) for p in phases]
+        ax.barh(ys, bars, height=height, color=colors[k % len(colors)], label=name)
+        for y, v in zip(ys, bars):
+            ax.annotate(f" {v:.3g}", (v, y), va="center", fontsize=7)
+    ax.set_yticks(range(len(phases)), phases)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time per step ({unit})")
+    ax.margins(x=0.15)
+    ax.grid(axis="x", alpha=0.3)
+    if len(columns) > 1:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
