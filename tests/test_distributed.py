@@ -75,7 +75,7 @@ def test_ranks_print_nothing_into_the_parent(capfd):
 def test_torchrun_command_and_worker_env():
     command = distributed.torchrun_command("train.py", "out", "--quick", nproc=3, port=29999)
     assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    assert "--nproc_per_node=3" in command and "--master_port=29999" in command
+    assert "--nproc-per-node=3" in command and "--master-port=29999" in command
     assert command[-3:] == ["train.py", "out", "--quick"]
     env = distributed.worker_env(threads=2)
     assert env["OMP_NUM_THREADS"] == "2"

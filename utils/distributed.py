@@ -57,8 +57,8 @@ def worker_env(threads: int = 1) -> dict[str, str]:
 def torchrun_command(script, *args, nproc: int = 2, port: int | None = None) -> list[str]:
     """``python -m torch.distributed.run`` (what the ``torchrun`` command runs) for one machine:
     ``nproc`` processes, the rendezvous on 127.0.0.1 at ``port`` (a free one by default)."""
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--nnodes=1",
-            "--master_addr=127.0.0.1", f"--master_port={port or free_port()}", str(script), *map(str, args)]
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--nnodes=1",
+            "--master-addr=127.0.0.1", f"--master-port={port or free_port()}", str(script), *map(str, args)]
 
 
 def run_ranks(fn: Callable[[int, int], object], world_size: int = 2, *, timeout: float = 30.0,

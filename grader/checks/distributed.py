@@ -81,7 +81,12 @@ def gather_group(evidence: Evidence, inputs: dict) -> None:
     spec = inputs["gather_padded"]["group"]
     what = (f"a group of ranks {spec['members']} out of {spec['world_size']} processes "
             "(every collective must run on the group)")
-    _check_runs(_gather(evidence, "group", what), [spec["tensors"]], spec["members"], what)
+    try:
+        reports = _gather(evidence, "group", what)
+    except Fail as failure:
+        raise Fail(f"{failure} (pass the group to every collective, and count its members with "
+                   "dist.get_world_size(group))") from None
+    _check_runs(reports, [spec["tensors"]], spec["members"], what)
 
 
 # ---- shard_indices ---------------------------------------------------------------------------
