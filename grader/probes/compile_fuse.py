@@ -5,6 +5,7 @@ recording backend for the compilations, so no C++ or Triton code is generated he
 """
 import contextlib
 import io
+import sys
 
 import torch
 import torch._dynamo
@@ -12,7 +13,8 @@ import torch._dynamo
 _explain = torch._dynamo.explain      # bound before the student's code runs
 _reset = torch._dynamo.reset
 _compile = torch.compile
-_Unsupported = torch._dynamo.exc.Unsupported
+_counters = torch._dynamo.utils.counters
+_getframe = sys._getframe
 
 
 def _quietly(fn, *args):
@@ -47,8 +49,9 @@ def soft_clip_rows(namespace, inputs):
         try:
             out = _quietly(lambda: _compile(fn, backend=recorder, fullgraph=True)(
                 inputs["explain"]["x"].clone(), inputs["explain"]["limit"]))
-        except _Unsupported as exc:
-            return {"unsupported": str(exc).strip().splitlines()[0][:200] if str(exc).strip() else "a graph break"}
+        except Exception as exc:  # Unsupported, or an error Dynamo raised while tracing: not one clean graph
+            text = str(exc).strip()
+            return {"unsupported": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"}
         finally:
             _reset()
         return {"unsupported": None, "graphs": len(recorder.graphs), "out": plain(out)}
@@ -65,12 +68,24 @@ def _pool(tokens, mask):
 
 
 class _Recorder:
-    """A torch.compile backend that records the input shapes of every graph and runs it as it is."""
+    """A torch.compile backend that records the input shapes of every graph and runs it as it is.
+    Only graphs handed over by Dynamo itself count (a call from elsewhere is noted as forged)."""
 
     def __init__(self):
-        self.graphs = []
+        self.graphs, self.forged = [], 0
 
     def __call__(self, graph_module, example_inputs):
+        frame, from_dynamo = _getframe(1), False
+        for _ in range(12):
+            if frame is None:
+                break
+            if "torch/_dynamo/" in frame.f_code.co_filename.replace("\\", "/"):
+                from_dynamo = True
+                break
+            frame = frame.f_back
+        if not from_dynamo:
+            self.forged += 1
+            return graph_module.forward
         shapes = []
         for node in graph_module.graph.nodes:
             value = node.meta.get("example_value") if node.op == "placeholder" else None
@@ -89,8 +104,11 @@ def compile_for_batches(namespace, inputs):
         return [plain(run(tokens.clone(), mask.clone())) for tokens, mask in zip(inputs["tokens"], inputs["masks"])]
 
     _reset()
+    before = _counters["stats"]["unique_graphs"]
     try:
         outputs = attempt(lambda: _quietly(calls))
     finally:
+        captured = _counters["stats"]["unique_graphs"] - before
         _reset()
-    return {"outputs": outputs, "graphs": recorder.graphs[:20]}
+    return {"outputs": outputs, "graphs": recorder.graphs[:20], "forged": recorder.forged,
+            "captured": int(captured)}
