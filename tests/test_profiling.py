@@ -14,28 +14,33 @@ def _images(n=6, seed=0):
 
 def test_batched_augmentation_matches_per_sample():
     images = _images(12)
-    tops, lefts, flips = profiling.random_params(12, generator=torch.Generator().manual_seed(1))
-    one_by_one = torch.stack([profiling.augment_one(img, t, l, f)
-                              for img, t, l, f in zip(images, tops.tolist(), lefts.tolist(), flips.tolist())])
-    torch.testing.assert_close(profiling.augment_batch(images, tops, lefts, flips), one_by_one)
+    params = profiling.random_params(12, generator=torch.Generator().manual_seed(1))
+    one_by_one = torch.stack([profiling.augment_one(img, *p) for img, p in zip(images, zip(*(t.tolist() for t in params)))])
+    torch.testing.assert_close(profiling.augment_batch(images, *params), one_by_one)
     assert one_by_one.shape == (12, 3, profiling.SIZE, profiling.SIZE) and one_by_one.dtype == torch.float32
 
 
 def test_crop_and_flip_are_what_they_say():
     image = _images(1)[0]
-    plain = profiling.augment_one(image, profiling.PAD, profiling.PAD, False)   # the centre crop: the image itself
+    centre = (profiling.PAD, profiling.PAD)
+    plain = profiling.augment_one(image, *centre, False, 1.0, 1.0)   # centre crop, no jitter: the image itself
     mean = torch.tensor(profiling.MEAN).view(3, 1, 1)
     std = torch.tensor(profiling.STD).view(3, 1, 1)
     torch.testing.assert_close(plain * std + mean, image.permute(2, 0, 1).float() / 255)
-    flipped = profiling.augment_one(image, profiling.PAD, profiling.PAD, True)
-    torch.testing.assert_close(flipped, plain.flip(2))
+    torch.testing.assert_close(profiling.augment_one(image, *centre, True, 1.0, 1.0), plain.flip(2))
+    shifted = profiling.augment_one(image, 0, 0, False, 1.0, 1.0) * std + mean     # top-left crop: zero padding shows
+    assert torch.all(shifted[:, :profiling.PAD, :] == 0) and torch.all(shifted[:, :, :profiling.PAD] == 0)
+    darker = profiling.augment_one(image, *centre, False, 0.5, 1.0) * std + mean
+    torch.testing.assert_close(darker, image.permute(2, 0, 1).float() / 255 * 0.5)
 
 
 def test_random_params_stay_in_range():
-    tops, lefts, flips = profiling.random_params(500, generator=torch.Generator().manual_seed(2))
+    tops, lefts, flips, brightness, contrast = profiling.random_params(500, generator=torch.Generator().manual_seed(2))
     for offsets in (tops, lefts):
         assert offsets.min() >= 0 and offsets.max() <= 2 * profiling.PAD
     assert flips.dtype == torch.bool and 0 < flips.sum() < 500
+    for factors in (brightness, contrast):
+        assert factors.min() >= 1 - profiling.JITTER and factors.max() <= 1 + profiling.JITTER
 
 
 def test_dataset_items_and_pickling_for_worker_processes():
