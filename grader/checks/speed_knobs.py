@@ -104,6 +104,21 @@ def _check_step(rec: dict, inputs: dict, grads: list[torch.Tensor], what: str, w
     raise Fail(f"{what}: {wrong}")
 
 
+def _fits(g: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Every value survives a round trip through ``dtype``."""
+    return bool(torch.equal(g.to(dtype).float(), g.float()))
+
+
+def _computed_in(grads: list, name: str) -> bool:
+    """The gradients carry the fingerprint of matrix products run in ``name``: under autocast, a weight's
+    gradient is computed in the low-precision dtype and only then converted to float32, so every value fits
+    that dtype (a float32 computation leaves almost none that fit; float16's are finer than bfloat16's)."""
+    grads = [tensor(g, "a gradient computed by backward()").float() for g in grads]
+    if name == "bfloat16":
+        return all(_fits(g, torch.bfloat16) for g in grads)
+    return all(_fits(g, torch.float16) for g in grads) and not all(_fits(g, torch.bfloat16) for g in grads)
+
+
 def amp_autocast(evidence: Evidence, inputs: dict) -> None:
     for name in ("bfloat16", "float16"):
         rec = _run(evidence, name)
@@ -119,6 +134,12 @@ def amp_autocast(evidence: Evidence, inputs: dict) -> None:
                f"computed in {', '.join(computed)}; pass the dtype argument to torch.autocast")
         expect(all(d == "torch.float32" for d in rec["param_dtypes"]),
                f"{call}: the weights must stay float32 (autocast casts per operation); do not convert the model")
+        seen = rec["backward_grads"]
+        expect(isinstance(seen, list) and bool(seen) and all(g is not None for g in seen),
+               f"{call}: backward() did not compute a gradient for every parameter")
+        expect(_computed_in(seen, name),
+               f"{call}: the gradients show that the matrix products did not run in torch.{name}; run the forward "
+               "pass under torch.autocast(device_type, dtype=dtype)")
         expect(isinstance(rec["loss"], float), f"{call} should return the loss as a Python float (loss.item()), "
                f"got {rec['loss']}")
         want, _ = _reference(inputs, name)
