@@ -143,7 +143,7 @@ def amp_autocast(evidence: Evidence, inputs: dict) -> None:
         expect(isinstance(rec["loss"], float), f"{call} should return the loss as a Python float (loss.item()), "
                f"got {rec['loss']}")
         want, _ = _reference(inputs, name)
-        expect(abs(rec["loss"] - want) <= 1e-3 * abs(want) + 1e-3,
+        expect(abs(rec["loss"] - want) <= 5e-3 * abs(want) + 1e-3,
                f"{call} returned {rec['loss']:.6g}, not the batch's loss before the step ({want:.6g})")
 
 
