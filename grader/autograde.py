@@ -167,13 +167,14 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
             runnable.append(sub)
     if len(todo) > len(runnable):
         report(f"{len(todo) - len(runnable)} submission(s) unchanged since they were graded: kept")
-    workers = max(1, min(workers or os.cpu_count() or 1, len(runnable) or 1))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(runnable) or 1, sandbox.SLOTS_PER_BLOCK))
     report(f"grading {len(runnable)} submission(s) with {workers} worker(s)")
     context = multiprocessing.get_context("spawn")
     slots = context.Queue()
-    for slot in range(workers):
-        slots.put(slot)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
+    with sandbox.claim_slots(workers) as first, \
+            ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
+        for slot in range(first, first + workers):
+            slots.put(slot)
         futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
                    for s in runnable}
         for done, future in enumerate(as_completed(futures), start=1):

@@ -64,7 +64,7 @@ def fingerprint(assignment_id: str) -> str:
     return digest.hexdigest()
 
 
-def grade(folder: Path, student: str, assignment_id: str, slot: int = 0,
+def grade(folder: Path, student: str, assignment_id: str, slot: int | None = None,
           limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True) -> Result:
     start = time.monotonic()
     checks = registry()[assignment_id]

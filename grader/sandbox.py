@@ -11,18 +11,23 @@ What the sandboxed process sees:
 Limits: CPU seconds, address space, processes, open files, file size (rlimits) and a wall-clock
 deadline enforced from outside. When the grader runs as root (CI, containers) the code runs as
 a dedicated unprivileged uid per worker slot, so the process limit applies to it alone; as an
-ordinary user, bubblewrap maps the user into a new user namespace.
+ordinary user, bubblewrap maps the user into a new user namespace. Each grading run claims a
+block of slots with a lock (``claim_slots``), so runs sharing a machine (shards, several
+courses) never share a uid, its process limit or its clean-up.
 
 Results travel back over a pipe, never through a shared file system, and are read with a cap.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import resource
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +37,9 @@ from pathlib import Path
 from .course import REPO_ROOT
 
 UID_BASE = 61000  # root mode: worker slot k runs as uid/gid UID_BASE + k
+SLOTS_PER_BLOCK = 64  # a grading run claims one block of slots; other runs on the machine take others
+BLOCKS = 15
+SLOT_LOCKS = Path(tempfile.gettempdir()) / "torch-tips-grader-slots"
 JOB_MOUNT = "/job"
 
 
@@ -104,6 +112,30 @@ def _environment() -> list[str]:
     return args
 
 
+@contextlib.contextmanager
+def claim_slots(count: int):
+    """Yield the first of ``count`` worker slots that no other grading run on this machine holds;
+    they stay this run's until the block exits (an OS file lock: a killed run frees them too)."""
+    if not 1 <= count <= SLOTS_PER_BLOCK:
+        raise ValueError(f"a grading run can use 1 to {SLOTS_PER_BLOCK} worker slots, not {count}")
+    SLOT_LOCKS.mkdir(exist_ok=True)
+    with contextlib.suppress(PermissionError):
+        SLOT_LOCKS.chmod(0o1777)  # shared by every user's runs on the machine
+    for block in range(BLOCKS):
+        handle = open(SLOT_LOCKS / f"block-{block}.lock", "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        try:
+            yield block * SLOTS_PER_BLOCK
+        finally:
+            handle.close()
+        return
+    raise SandboxUnavailable(f"all {BLOCKS} blocks of sandbox slots are held by other grading runs on this machine")
+
+
 def command(job_dir: Path, argv: list[str], slot: int, limits: Limits, isolate: bool = True) -> list[str]:
     """The full bwrap command line for one run (``isolate=False``: argv itself, rlimits only)."""
     if not isolate:
@@ -157,7 +189,7 @@ def _drain(stream, cap: int, keep_tail: bool, sink: list, on_overflow=None) -> N
     sink.extend([bytes(kept), truncated])
 
 
-def run(job_dir: Path, argv: list[str], *, slot: int = 0, limits: Limits = Limits(),
+def run(job_dir: Path, argv: list[str], *, slot: int | None = None, limits: Limits = Limits(),
         isolate: bool = True) -> RunResult:
     """Run ``argv`` in a fresh sandbox with ``job_dir`` mounted read-only at /job.
 
@@ -166,7 +198,11 @@ def run(job_dir: Path, argv: list[str], *, slot: int = 0, limits: Limits = Limit
 
     The program sends its results through an inherited pipe: every ``{fd}`` in ``argv`` is
     replaced by that pipe's file descriptor number. Its stdout is discarded and the tail of
-    its stderr is kept in ``RunResult.log``."""
+    its stderr is kept in ``RunResult.log``. ``slot``: a worker slot the caller holds (see
+    ``claim_slots``); without one, the run claims its own."""
+    if slot is None:
+        with claim_slots(1) as slot:
+            return run(job_dir, argv, slot=slot, limits=limits, isolate=isolate)
     read_end, write_end = os.pipe()
     argv = [a.replace("{fd}", str(write_end)) for a in argv]
     start = time.monotonic()

@@ -12,7 +12,7 @@ FAST = sandbox.Limits(wall_s=20, cpu_s=10)
 
 
 def run(tmp_path, code, limits=FAST):
-    return sandbox.run(tmp_path, [sys.executable, "-c", code], slot=3, limits=limits)
+    return sandbox.run(tmp_path, [sys.executable, "-c", code], limits=limits)
 
 
 def test_sandbox_is_available_here():
@@ -85,7 +85,7 @@ def test_output_flood_is_cut_off_early(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid switching is the root mode")
 def test_runs_as_an_unprivileged_uid(tmp_path):
     out = run(tmp_path, "import os; os.write({fd}, str(os.getuid()).encode())").output
-    assert int(out) == sandbox.UID_BASE + 3
+    assert sandbox.UID_BASE <= int(out) < sandbox.UID_BASE + sandbox.BLOCKS * sandbox.SLOTS_PER_BLOCK
 
 
 def _pids_with(word):
@@ -105,7 +105,7 @@ def test_student_code_sees_no_gpu_and_cannot_record(tmp_path, monkeypatch, isola
     monkeypatch.setenv("COURSE_RECORDS", str(tmp_path / "records.jsonl"))
     code = ("import os, json; os.write({fd}, json.dumps([os.environ.get('CUDA_VISIBLE_DEVICES'), "
             "os.environ.get('COURSE_RECORDS')]).encode())")
-    result = sandbox.run(tmp_path, [sys.executable, "-c", code], slot=3, limits=FAST, isolate=isolate)
+    result = sandbox.run(tmp_path, [sys.executable, "-c", code], limits=FAST, isolate=isolate)
     import json
     assert json.loads(result.output) == ["", ""]
 
@@ -133,3 +133,18 @@ def test_a_frame_that_claims_a_cuda_tensor_is_loaded_on_the_cpu():
     frame = _load(forged.getvalue())
     assert frame is not None and frame["data"].device.type == "cpu"
     assert torch.equal(frame["data"], torch.ones(3))
+
+
+def test_concurrent_grading_runs_never_share_slots():
+    """Shards or courses grading on one machine: each run holds its own block of slots (uids)."""
+    with sandbox.claim_slots(4) as first, sandbox.claim_slots(4) as second:
+        assert abs(first - second) >= sandbox.SLOTS_PER_BLOCK
+        import subprocess as sp
+        other = sp.run([sys.executable, "-c", "from grader import sandbox\n"
+                        "with sandbox.claim_slots(2) as s: print(s)"], capture_output=True, text=True, check=True)
+        assert int(other.stdout) not in (first, second)  # another process sees both blocks as taken
+    with sandbox.claim_slots(1) as again:
+        assert again <= max(first, second)  # both blocks were released on exit
+    with pytest.raises(ValueError):
+        with sandbox.claim_slots(sandbox.SLOTS_PER_BLOCK + 1):
+            pass
