@@ -38,12 +38,15 @@ def trace_dir() -> Path:
 
 def random_params(batch: int, device: torch.device | str = "cpu",
                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
-    """Per image: crop offsets (top, left) in [0, 2*PAD], a flip flag, brightness and contrast factors."""
-    tops = torch.randint(0, 2 * PAD + 1, (batch,), generator=generator)
-    lefts = torch.randint(0, 2 * PAD + 1, (batch,), generator=generator)
-    flips = torch.rand(batch, generator=generator) < 0.5
-    brightness = 1 - JITTER + 2 * JITTER * torch.rand(batch, generator=generator)
-    contrast = 1 - JITTER + 2 * JITTER * torch.rand(batch, generator=generator)
+    """Per image: crop offsets (top, left) in [0, 2*PAD], a flip flag, brightness and contrast factors.
+
+    Drawn directly on ``device`` (no copies), or on the CPU from ``generator`` when one is given."""
+    where = {"generator": generator} if generator is not None else {"device": device}
+    tops = torch.randint(0, 2 * PAD + 1, (batch,), **where)
+    lefts = torch.randint(0, 2 * PAD + 1, (batch,), **where)
+    flips = torch.rand(batch, **where) < 0.5
+    brightness = 1 - JITTER + 2 * JITTER * torch.rand(batch, **where)
+    contrast = 1 - JITTER + 2 * JITTER * torch.rand(batch, **where)
     return tuple(t.to(device) for t in (tops, lefts, flips, brightness, contrast))
 
 
