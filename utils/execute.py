@@ -42,9 +42,11 @@ def solution_notebooks(only: list[str] | None = None) -> list[Path]:
     return notebooks
 
 
-def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None) -> NotebookRun:
+def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None,
+            threads: int | None = None) -> NotebookRun:
     """Execute one notebook with papermill into ``out_dir/executed`` (and its HTML rendering);
-    its measurements go to ``records`` (default: wherever COURSE_RECORDS points)."""
+    its measurements go to ``records`` (default: wherever COURSE_RECORDS points); ``threads``
+    caps the kernel's intra-op threads (OMP_NUM_THREADS)."""
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
@@ -54,6 +56,8 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
     os.environ["COURSE_NOTEBOOK"] = source.stem  # the kernel inherits it; records name their notebook
     if records is not None:
         os.environ["COURSE_RECORDS"] = str(records)
+    if threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
     try:
         papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
@@ -74,15 +78,19 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
              on_done=lambda run: None) -> tuple[list[NotebookRun], Path]:
     """Execute notebooks, each writing its records to ``out_dir/records/<name>.jsonl``, then join
     those into ``out_dir/measurements.jsonl`` in course order. ``jobs > 1`` runs that many at
-    once in worker processes: fine for checking that notebooks run (CI), but their timings then
-    disturb each other, so measurements you will read come from ``jobs=1``."""
+    once in worker processes, each kernel on one thread (several multi-threaded kernels on few
+    cores wait on each other's threads, 10-50x slower): fine for checking that notebooks run
+    (CI), but their timings then disturb each other, so measurements you will read come from
+    ``jobs=1``."""
     import concurrent.futures
     import multiprocessing
 
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
-    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl") for source in sources]
+    threads = 1 if jobs > 1 else None
+    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl", threads)
+             for source in sources]
     for task in tasks:
-        task[-1].unlink(missing_ok=True)
+        task[4].unlink(missing_ok=True)
     if jobs <= 1:
         runs = []
         for task in tasks:
@@ -95,7 +103,7 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
                 on_done(future.result())
             runs = [future.result() for future in futures]
     joined = out_dir / "measurements.jsonl"
-    joined.write_text("".join(t[-1].read_text(encoding="utf-8") for t in tasks if t[-1].exists()), encoding="utf-8")
+    joined.write_text("".join(t[4].read_text(encoding="utf-8") for t in tasks if t[4].exists()), encoding="utf-8")
     return runs, joined
 
 
@@ -160,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="fail unless every record came from --device and every promised tip was measured")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
 
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
