@@ -11,7 +11,7 @@ from grader import course
 
 REPO = course.REPO_ROOT
 CURRICULUM = REPO.parent / "shared" / "CURRICULUM.md"
-# Tips each notebook must teach (CURRICULUM.md); grows as notebooks are added.
+# Tips each notebook must teach (CURRICULUM.md): every tip T001-T106 belongs to one notebook.
 EXPECTED_TIPS = {
     "00_measure_first": [f"T{n:03d}" for n in range(1, 12)],
     "01_tensors_devices": [f"T{n:03d}" for n in range(12, 21)],
@@ -19,6 +19,12 @@ EXPECTED_TIPS = {
     "03_building_models": [f"T{n:03d}" for n in range(38, 54)],
     "04_training_loop": [f"T{n:03d}" for n in range(54, 71)],
     "05_memory": [f"T{n:03d}" for n in range(71, 78)],
+    "06_data_pipeline": [f"T{n:03d}" for n in range(78, 86)],
+    "07_speed_knobs": [f"T{n:03d}" for n in range(86, 92)],
+    "08_compile_fuse": ["T092", "T093"],
+    "09_profiling": ["T094"],
+    "10_distributed": [f"T{n:03d}" for n in range(95, 102)],
+    "11_inference": [f"T{n:03d}" for n in range(102, 107)],
 }
 
 
@@ -106,3 +112,9 @@ def test_graded_cells_have_points_and_unique_ids(solutions):
         assert len(ids) == len(set(ids)), f"{name}: duplicate grade ids"
         graded = [m for m in meta if m.get("grade")]
         assert graded and all(m.get("points", 0) > 0 for m in graded), f"{name}: graded cells need points"
+
+
+def test_every_tip_of_the_curriculum_has_a_notebook():
+    planned = [tip for tips in EXPECTED_TIPS.values() for tip in tips]
+    assert sorted(planned) == [f"T{n:03d}" for n in range(1, 107)]
+    assert set(EXPECTED_TIPS) == {a.id for a in course.assignments()}

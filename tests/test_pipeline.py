@@ -53,7 +53,7 @@ def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id,
                for r in rows)
     comparisons = [Comparison.from_records(g) for g in _groups(records_module.load(records)).values()]
     for claim in claims.load():  # every claim a CPU run can test finds its comparison row
-        if claim.measure and claim.measure["tip"] in measured_tips(source, "cpu"):
+        if claim.measure and claim.device != "gpu" and claim.measure["tip"] in measured_tips(source, "cpu"):
             assert claims.find_row(claim, comparisons), f"{claim.id}: {claim.measure} was not recorded"
     executed = nbformat.read(out / "executed" / f"{assignment_id}.ipynb", as_version=4)
     stderr = [o.text for c in executed.cells if c.cell_type == "code" for o in c.outputs
