@@ -4,7 +4,8 @@ What the sandboxed process sees:
 - read-only: the system (/usr, /etc), the Python installation and the venv, and the course's
   ``utils`` package (public helper code the notebooks import); nothing else of the repo, so no
   solutions, no grader code, no gradebook, no other student's files;
-- ``/job`` (read-only): the job's inputs; ``/tmp``: a private, size-limited tmpfs;
+- ``/job`` (read-only): the job's inputs; ``/tmp`` and ``/dev/shm`` (what multiprocessing and
+  DataLoader workers use): private, size-limited tmpfs mounts;
 - its own PID, network, IPC and UTS namespaces: no network at all, and when the run ends the
   PID namespace is torn down, so no process it started can outlive it.
 
@@ -53,6 +54,7 @@ class Limits:
     open_files: int = 512
     file_bytes: int = 64 * 2**20
     tmp_bytes: int = 256 * 2**20
+    shm_bytes: int = 128 * 2**20        # /dev/shm: DataLoader workers and multiprocessing locks use it
     output_bytes: int = 64 * 2**20      # results read back over the pipe
     log_bytes: int = 16 * 2**10         # tail of the sandbox's own stderr kept for diagnostics
 
@@ -146,6 +148,7 @@ def command(job_dir: Path, argv: list[str], slot: int, limits: Limits, isolate: 
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", *_mounts(),
            "--proc", "/proc", "--dev", "/dev",
+           "--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
            "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
            "--ro-bind", str(job_dir), JOB_MOUNT, "--chdir", "/tmp", *_environment()]
     if os.geteuid() == 0:

@@ -148,3 +148,13 @@ def test_concurrent_grading_runs_never_share_slots():
     with pytest.raises(ValueError):
         with sandbox.claim_slots(sandbox.SLOTS_PER_BLOCK + 1):
             pass
+
+
+def test_dataloader_workers_run_inside_the_sandbox(tmp_path):
+    """Notebook 06 grades multi-worker DataLoaders: workers need a writable /dev/shm."""
+    code = ("import os, torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "loader = DataLoader(list(range(8)), batch_size=2, num_workers=2)\n"
+            "os.write({fd}, repr([b.tolist() for b in loader]).encode())")
+    result = run(tmp_path, code, sandbox.Limits(wall_s=60, cpu_s=60))
+    assert result.output == b"[[0, 1], [2, 3], [4, 5], [6, 7]]", result.log
