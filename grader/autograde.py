@@ -42,12 +42,14 @@ class Outcome:
     error: str | None = None       # not graded at all (grader failure, unknown assignment)
     note: str = ""                 # graded, but the student should read this
     skipped: bool = False          # unchanged since it was last graded
+    seconds: float | None = None   # how long grading took
 
     def line(self) -> str:
         if self.error:
             return f"{self.student} {self.assignment}: NOT GRADED: {self.error}"
         text = f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
-        return text + (" (unchanged, kept)" if self.skipped else "") + (f" [{self.note}]" if self.note else "")
+        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
+        return text + took + (" (unchanged, kept)" if self.skipped else "") + (f" [{self.note}]" if self.note else "")
 
 
 def discover(course_dir: Path, assignment_id: str | None = None,
@@ -127,7 +129,7 @@ def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprin
         tmp.write_text(json.dumps({"sha256": result.sha256, "fingerprint": fingerprint, "score": score,
                                    "max_score": max_score, "note": note}))
         os.replace(tmp, path)  # atomic: a kill leaves the old entry or the new one, never half
-    return Outcome(sub.student, sub.assignment.id, score, max_score, note=note)
+    return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds)
 
 
 def autograde(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,

@@ -67,19 +67,30 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _feedback_one(course_dir: Path, assignment_id: str, student_id: str) -> str | None:
+    """nbgrader's feedback for one student's assignment; the error text if it failed."""
+    result = course.nbgrader_api(course_dir).generate_feedback(assignment_id, student_id)
+    return None if result["success"] else str(result.get("error") or result.get("log"))
+
+
 def cmd_feedback(args) -> int:
+    """nbgrader generate_feedback, one process per core: each page is an independent conversion."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
     _require_gradebook(args.course_dir)
-    api = course.nbgrader_api(args.course_dir)
     autograded = args.course_dir / "autograded"
-    ids = sorted({p.name for p in autograded.glob("*/*") if p.is_dir()}) if autograded.is_dir() else []
+    jobs = sorted((p.name, p.parent.name) for p in autograded.glob("*/*") if p.is_dir()) if autograded.is_dir() else []
     status = 0
-    for assignment_id in ids:
-        result = api.generate_feedback(assignment_id)
-        if not result["success"]:
-            print(f"{assignment_id}: feedback failed: {result.get('error')}", file=sys.stderr)
-            status = 1
-    for page in sorted((args.course_dir / "feedback").glob("*/*/*.html")):
-        print(f"wrote {page.relative_to(args.course_dir)}")
+    with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
+        errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs)) if jobs else []
+        for done, ((assignment_id, student_id), error) in enumerate(zip(jobs, errors), start=1):
+            page = Path("feedback") / student_id / assignment_id / f"{assignment_id}.html"
+            if error:
+                print(f"{student_id} {assignment_id}: feedback failed: {error}", file=sys.stderr)
+                status = 1
+            else:
+                print(f"[{done}/{len(jobs)}] wrote {page}")
     return status
 
 
@@ -108,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_course_dir("export", "write the gradebook as nbgrader's CSV")
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)
     p.set_defaults(func=cmd_export)
-    with_course_dir("feedback", "write per-student HTML feedback").set_defaults(func=cmd_feedback)
+    p = with_course_dir("feedback", "write per-student HTML feedback")
+    p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel conversions (default: cores)")
+    p.set_defaults(func=cmd_feedback)
     return parser
 
 

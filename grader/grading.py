@@ -80,7 +80,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     inputs = checks.inputs()
     with tempfile.TemporaryDirectory(prefix="grade-job-") as job:
         job_dir = Path(job)
-        _write_job(job_dir, setup, answers.cells, checks, list(inputs), limits.cell_s)
+        _write_job(job_dir, setup, answers.cells, checks, list(inputs), limits.cell_s, isolate)
         torch.save(inputs, job_dir / "inputs.pt")
         for path in job_dir.iterdir():
             path.chmod(0o644)
@@ -98,12 +98,13 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     return result
 
 
-def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: list[str], cell_s: int) -> None:
+def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: list[str], cell_s: int,
+               isolated: bool) -> None:
     shutil.copy(RUNNER, job_dir / "runner.py")
     for path in checks.probe_files:
         shutil.copy(path, job_dir / path.name)
     job = {"setup": list(setup), "answers": answers, "probes": probes,
-           "probe_files": [path.name for path in checks.probe_files], "cell_s": cell_s}
+           "probe_files": [path.name for path in checks.probe_files], "cell_s": cell_s, "isolated": isolated}
     (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
 
 

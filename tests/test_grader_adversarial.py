@@ -116,7 +116,7 @@ def test_grading_is_deterministic(batch):
 
 
 def test_a_killed_run_resumes_without_losing_or_doubling(tmp_path):
-    aid = "00_measure_first"  # the quickest to grade: the point is the ledger, not the checks
+    aid = "02_tensor_toolbox"  # among the quickest to grade: the point is the ledger, not the checks
     course_dir = tmp_path / "course"
     course.prepare(course_dir, course.find(aid))
     release = nbformat.read(course_dir / "release" / aid / f"{aid}.ipynb", as_version=4)
@@ -135,10 +135,10 @@ def test_a_killed_run_resumes_without_losing_or_doubling(tmp_path):
     outcomes = autograde(course_dir, workers=2, report=lambda _: None, limits=LIMITS)
     assert sorted(o.student for o in outcomes) == students
     assert sum(o.skipped for o in outcomes) >= 1
-    assert all(o.score == 10 for o in outcomes)
+    assert all(o.score == o.max_score > 0 for o in outcomes)
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
         assert sorted(s.student.id for s in gb.find_assignment(aid).submissions) == students
     (course_dir / "gradebook.db").unlink()  # a lost gradebook: the ledger alone must not keep anything
     again = autograde(course_dir, workers=2, report=lambda _: None, limits=LIMITS)
-    assert not any(o.skipped for o in again) and all(o.score == 10 for o in again)
+    assert not any(o.skipped for o in again) and all(o.score == o.max_score > 0 for o in again)

@@ -158,3 +158,37 @@ def test_dataloader_workers_run_inside_the_sandbox(tmp_path):
             "os.write({fd}, repr([b.tolist() for b in loader]).encode())")
     result = run(tmp_path, code, sandbox.Limits(wall_s=60, cpu_s=60))
     assert result.output == b"[[0, 1], [2, 3], [4, 5], [6, 7]]", result.log
+
+
+def _run_answers(tmp_path, answers: dict, probe: str):
+    """The real runner in the sandbox on hand-made answer cells and one probe; returns Evidence."""
+    import json
+    import shutil
+
+    from grader import grading
+
+    shutil.copy(grading.RUNNER, tmp_path / "runner.py")
+    (tmp_path / "probe.py").write_text(probe)
+    job = {"setup": [], "answers": answers, "probes": ["probe"], "probe_files": ["probe.py"], "cell_s": 10,
+           "isolated": True}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    for path in tmp_path.iterdir():
+        path.chmod(0o644)
+    tmp_path.chmod(0o755)
+    run = sandbox.run(tmp_path, [sys.executable, f"{sandbox.JOB_MOUNT}/runner.py", sandbox.JOB_MOUNT, "{fd}"],
+                      limits=FAST)
+    return grading.parse(run, FAST)
+
+
+def test_a_failed_answer_cell_leaves_no_process_behind(tmp_path):
+    leave_child_and_fail = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\nraise RuntimeError('no')"
+    count = "import os\nn = sum(p.isdigit() for p in os.listdir('/proc'))"  # bwrap's init and the runner
+    evidence = _run_answers(tmp_path, {"a": leave_child_and_fail, "b": count}, "def probe(ns, _):\n    return ns['n']\n")
+    assert evidence.cells["a"]["ok"] is False and evidence.failure is None
+    assert evidence.probes["probe"] == 2
+
+
+def test_a_fork_bomb_that_fails_does_not_starve_the_checks(tmp_path):
+    evidence = _run_answers(tmp_path, {"a": "import os\nwhile True:\n    os.fork()", "b": "x = 41 + 1"},
+                            "def probe(ns, _):\n    return ns['x']\n")
+    assert evidence.probes["probe"] == 42 and evidence.failure is None  # within FAST's 20 s wall clock
