@@ -12,18 +12,26 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+import nbformat
 
 from . import course, gradebook, grading, sandbox, submission
 from .checks import registry
 from .course import Assignment, CourseError
 
 LEDGER = Path(".grader") / "ledger"
+REFERENCES = Path(".grader") / "references"   # reference solutions, graded before a batch
 UNSANDBOXED_WARNING = ("WARNING: grading WITHOUT the sandbox. Student code runs with this user's rights, "
                        "can read and write its files and reach the network. Use only on a throw-away machine.")
+
+
+class GraderEnvironmentError(CourseError):
+    """The grading environment failed, not a student: grading stopped and this wrote no score."""
 
 
 @dataclass(frozen=True)
@@ -170,21 +178,105 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
     if len(todo) > len(runnable):
         report(f"{len(todo) - len(runnable)} submission(s) unchanged since they were graded: kept")
     workers = max(1, min(workers or os.cpu_count() or 1, len(runnable) or 1, sandbox.SLOTS_PER_BLOCK))
-    report(f"grading {len(runnable)} submission(s) with {workers} worker(s)")
     context = multiprocessing.get_context("spawn")
     slots = context.Queue()
     with sandbox.claim_slots(workers) as first, \
             ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
         for slot in range(first, first + workers):
             slots.put(slot)
-        futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
-                   for s in runnable}
-        for done, future in enumerate(as_completed(futures), start=1):
-            sub = futures[future]
-            try:
-                outcome = _store(course_dir, sub, future.result(), fingerprints[sub.assignment.id])
-            except Exception as exc:  # a grader failure is one student's problem, not the batch's
-                outcome = Outcome(sub.student, sub.assignment.id, error=f"grader failure: {exc!r}")
-            outcomes.append(outcome)
-            report(f"[{done}/{len(runnable)}] {outcome.line()}")
+        try:
+            return _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate, report)
+        except GraderEnvironmentError:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
+                 workers: int, limits, isolate: bool, report) -> list[Outcome]:
+    if runnable:
+        refused = _check_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
+                                    isolate, report)
+        for sub in [s for s in runnable if s.assignment.id in refused]:
+            outcomes.append(Outcome(sub.student, sub.assignment.id, error=refused[sub.assignment.id]))
+            report(outcomes[-1].line())
+        runnable = [s for s in runnable if s.assignment.id not in refused]
+    report(f"grading {len(runnable)} submission(s) with {workers} worker(s)")
+    futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
+               for s in runnable}
+    for done, future in enumerate(as_completed(futures), start=1):
+        sub = futures[future]
+        try:
+            result = future.result()
+        except Exception as exc:  # a crashed worker is one student's problem, not the batch's
+            outcome = Outcome(sub.student, sub.assignment.id, error=f"grader failure: {exc!r}")
+        else:
+            if result.environment:
+                raise GraderEnvironmentError(
+                    f"grading stopped at {sub.student}/{sub.assignment.id}, and no score was written for it: "
+                    f"{result.environment}. This is the grading environment's fault, not the student's: "
+                    "fix it and run autograde again (what was graded before is kept).")
+            outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id])
+        outcomes.append(outcome)
+        report(f"[{done}/{len(runnable)}] {outcome.line()}")
     return outcomes
+
+
+def _reference_key(fingerprint: str) -> str:
+    """What a passing reference grade is valid for: this grader, interpreter, torch and checkout."""
+    import torch
+
+    return hashlib.sha256("\n".join([fingerprint, sys.executable, torch.__version__,
+                                      str(course.REPO_ROOT)]).encode()).hexdigest()
+
+
+def _check_references(course_dir: Path, assignments: set[Assignment], fingerprints: dict, pool, limits, isolate,
+                      report) -> dict[str, str]:
+    """Grade each assignment's reference solution (the source's own answers) before its class;
+    a pass is cached per grader fingerprint. Returns {assignment id: why it is refused}. Raises
+    GraderEnvironmentError when the sandbox cannot even run the course's setup code."""
+    from .samples import fill, solution_answers
+
+    folder = course_dir / REFERENCES
+    cache_path = folder / "passed.json"
+    try:
+        cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    except (OSError, ValueError):  # an unreadable cache only costs a new check
+        cache = {}
+    pending = {}
+    for assignment in sorted(assignments, key=lambda a: a.id):
+        key = _reference_key(fingerprints[assignment.id])
+        if cache.get(assignment.id) == key:
+            continue
+        release = course_dir / "release" / assignment.id / assignment.notebook_name
+        target = folder / assignment.id
+        target.mkdir(parents=True, exist_ok=True)
+        nbformat.write(fill(nbformat.read(release, as_version=4), solution_answers(assignment)),
+                       target / assignment.notebook_name)
+        pending[pool.submit(_grade_in_worker, target, "reference", assignment.id, limits, isolate)] = (assignment, key)
+    if pending:
+        report(f"checking the reference solution of {len(pending)} assignment(s) first")
+    refused = {}
+    for future in as_completed(pending):
+        assignment, key = pending[future]
+        try:
+            result = future.result()
+        except Exception as exc:
+            raise GraderEnvironmentError(f"grading the reference solution of {assignment.id} crashed the grader's "
+                                         f"worker, so nothing was graded: {exc!r}") from exc
+        if result.environment:
+            raise GraderEnvironmentError(f"the reference solution of {assignment.id} could not be graded, so "
+                                         f"nothing was graded: {result.environment}")
+        lost = {test: message for test, (fraction, message) in result.verdicts.items() if fraction < 1}
+        if lost or not result.verdicts:
+            test, message = next(iter(lost.items())) if lost else ("(all)", "no verdicts")
+            refused[assignment.id] = (f"not graded: the course's own solution of {assignment.id} loses points here "
+                                      f"({test}: {message}), so grades would be wrong. Check the environment "
+                                      "(torch version, installed packages) before grading this assignment")
+        else:
+            cache[assignment.id] = key
+    if pending:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cache, indent=1))
+        os.replace(tmp, cache_path)
+    return refused

@@ -39,6 +39,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     sha256: str | None = None
     unreadable: str | None = None       # the notebook could not be read: every test scores 0
+    environment: str | None = None      # the grading environment failed: NOT the student's grade
     seconds: float = 0.0
 
 
@@ -89,12 +90,15 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
         run = sandbox.run(job_dir, [sys.executable, f"{job_path}/runner.py", job_path, "{fd}"], slot=slot,
                           limits=limits, isolate=isolate)
     evidence = parse(run, limits)
+    result.seconds = time.monotonic() - start
+    if evidence.environment:
+        result.environment = evidence.environment
+        return result
     evidence.sources = dict(answers.cells)
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
     if evidence.failure:
         result.notes.append(evidence.failure)
-    result.seconds = time.monotonic() - start
     return result
 
 
@@ -111,8 +115,12 @@ def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: li
 # ---- reading what the sandbox sent ----------------------------------------------------------
 
 def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
-    """Frames -> Evidence. Anything that is not plain data is rejected, never executed."""
-    evidence, done, offset, data = Evidence(), False, 0, run.output
+    """Frames -> Evidence. Anything that is not plain data is rejected, never executed.
+
+    Frames before ``setup_done`` were sent before any student code ran, so only they can report
+    a failure of the course's own setup; a run that never got that far failed the grader, not the
+    student."""
+    evidence, done, setup_done, offset, data = Evidence(), False, False, 0, run.output
     while offset + 4 <= len(data):
         (size,) = struct.unpack(">I", data[offset:offset + 4])
         payload = data[offset + 4:offset + 4 + size]
@@ -128,10 +136,17 @@ def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
             evidence.cells.setdefault(name, body)
         elif kind == "probe":
             evidence.probes.setdefault(name, body)
-        elif kind == "setup":
-            evidence.failure = f"the course's setup code failed in the sandbox: {body}"
+        elif kind == "setup" and not setup_done:
+            error = body.get("error") if isinstance(body, dict) else body
+            evidence.environment = evidence.environment or f"the course's setup code failed in the sandbox: {error}"
+        elif kind == "setup_done":
+            setup_done = True
         elif kind == "done":
             done = True
+    if not setup_done and evidence.environment is None:
+        evidence.environment = (f"the sandbox stopped before the course's setup code finished "
+                                f"({_why_stopped(run, limits).replace('your code', 'the setup code')}); "
+                                f"its log ends: {run.log.strip()[-600:] or '(empty)'}")
     if not done and evidence.failure is None:
         evidence.failure = _why_stopped(run, limits)
     return evidence

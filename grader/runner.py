@@ -61,6 +61,7 @@ def main(job_dir: str, fd: int) -> None:
         ok, error, _ = _run_cell(shell, capture_output, source, job["cell_s"])
         if not ok:
             send("setup", str(index), {"error": error})
+    send("setup_done", "", None)  # every frame before this one was sent before any student code ran
     for grade_id, source in job["answers"].items():
         ok, error, text = _run_cell(shell, capture_output, source, job["cell_s"])
         send("cell", grade_id, {"ok": ok, "error": error, "output": text})

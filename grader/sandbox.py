@@ -74,13 +74,15 @@ class SandboxUnavailable(RuntimeError):
 
 
 def _mounts() -> list[str]:
+    """Read-only system, interpreter and course code. Placed after the private /tmp, so a checkout
+    or interpreter that lives under /tmp is still visible inside (bwrap mounts in order)."""
     args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    seen = {"/", "/usr", "/etc"}
+    seen = {"/", "/usr", "/etc", "/tmp", "/dev", "/proc"}  # /tmp is the sandbox's own tmpfs: never re-permed
     for path in (sys.base_prefix, sys.prefix, str(REPO_ROOT / "utils")):
         path = os.path.realpath(path)
         if path in seen or any(path.startswith(p + "/") for p in ("/usr", "/etc")):
@@ -105,9 +107,15 @@ STUDENT_ENV = {
 }
 
 
+def _course_path() -> dict:
+    """The course's setup code imports ``utils`` from THIS checkout, whatever checkout the
+    environment's editable install points at (sys.path is searched before that install's finder)."""
+    return {"PYTHONPATH": str(REPO_ROOT)}
+
+
 def _environment() -> list[str]:
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
-           "LANG": "C.UTF-8", "MPLCONFIGDIR": "/tmp", **STUDENT_ENV}
+           "LANG": "C.UTF-8", "MPLCONFIGDIR": "/tmp", **STUDENT_ENV, **_course_path()}
     args = ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
@@ -146,10 +154,10 @@ def command(job_dir: Path, argv: list[str], slot: int, limits: Limits, isolate: 
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-           "--die-with-parent", "--new-session", *_mounts(),
+           "--die-with-parent", "--new-session",
            "--proc", "/proc", "--dev", "/dev",
            "--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
-           "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+           "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *_mounts(),
            "--ro-bind", str(job_dir), JOB_MOUNT, "--chdir", "/tmp", *_environment()]
     if os.geteuid() == 0:
         uid = str(UID_BASE + slot)
@@ -212,7 +220,7 @@ def run(job_dir: Path, argv: list[str], *, slot: int | None = None, limits: Limi
     processes = limits.processes
     if os.geteuid() != 0:  # the count is per real uid, which the sandbox shares with its user here
         processes += sum(1 for _ in _pids_of(os.getuid()))
-    env = None if isolate else {**os.environ, **STUDENT_ENV}  # bwrap sets the sandbox's own environment
+    env = None if isolate else {**os.environ, **STUDENT_ENV, **_course_path()}  # bwrap sets the sandbox's own
     proc = subprocess.Popen(command(job_dir, argv, slot, limits, isolate), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(write_end,),
                             preexec_fn=lambda: _set_limits(limits, processes), start_new_session=True, env=env)

@@ -160,7 +160,7 @@ def test_dataloader_workers_run_inside_the_sandbox(tmp_path):
     assert result.output == b"[[0, 1], [2, 3], [4, 5], [6, 7]]", result.log
 
 
-def _run_answers(tmp_path, answers: dict, probe: str):
+def _run_answers(tmp_path, answers: dict, probe: str, limits=FAST):
     """The real runner in the sandbox on hand-made answer cells and one probe; returns Evidence."""
     import json
     import shutil
@@ -176,8 +176,8 @@ def _run_answers(tmp_path, answers: dict, probe: str):
         path.chmod(0o644)
     tmp_path.chmod(0o755)
     run = sandbox.run(tmp_path, [sys.executable, f"{sandbox.JOB_MOUNT}/runner.py", sandbox.JOB_MOUNT, "{fd}"],
-                      limits=FAST)
-    return grading.parse(run, FAST)
+                      limits=limits)
+    return grading.parse(run, limits)
 
 
 def test_a_failed_answer_cell_leaves_no_process_behind(tmp_path):
@@ -190,5 +190,26 @@ def test_a_failed_answer_cell_leaves_no_process_behind(tmp_path):
 
 def test_a_fork_bomb_that_fails_does_not_starve_the_checks(tmp_path):
     evidence = _run_answers(tmp_path, {"a": "import os\nwhile True:\n    os.fork()", "b": "x = 41 + 1"},
-                            "def probe(ns, _):\n    return ns['x']\n")
+                            "def probe(ns, _):\n    return ns['x']\n", sandbox.Limits(wall_s=20, cpu_s=10, processes=64))
     assert evidence.probes["probe"] == 42 and evidence.failure is None  # within FAST's 20 s wall clock
+
+
+def test_a_checkout_under_tmp_stays_visible_and_tmp_stays_private(tmp_path, monkeypatch):
+    checkout = tmp_path / "course-checkout"  # pytest's tmp_path lies under /tmp, like a clone in /tmp would
+    assert str(checkout).startswith("/tmp/")
+    (checkout / "utils").mkdir(parents=True)
+    (checkout / "utils" / "__init__.py").write_text("")
+    (checkout / "utils" / "marker.py").write_text("VALUE = 42\n")
+    (checkout / "secret.txt").write_text("not for students")
+    (checkout / "utils").chmod(0o755)  # the sandbox's uid reads the bound folder itself, not its parents
+    for name in ("__init__.py", "marker.py"):
+        (checkout / "utils" / name).chmod(0o644)
+    monkeypatch.setattr(sandbox, "REPO_ROOT", checkout)
+    job = tmp_path / "job"
+    job.mkdir(mode=0o755)
+    code = ("import os\nfrom utils import marker  # this checkout's utils, not the editable install's\n"
+            f"seen = [marker.VALUE,"
+            f" os.path.exists({str(checkout / 'secret.txt')!r})]\n"
+            "open('/tmp/scratch', 'w').write('ok'); seen.append(open('/tmp/scratch').read())\n"
+            "os.write({fd}, repr(seen).encode())")
+    assert run(job, code).output == b"[42, False, 'ok']"

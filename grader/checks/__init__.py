@@ -29,6 +29,7 @@ class Evidence:
     probes: dict[str, object] = field(default_factory=dict)  # probe name -> plain data
     sources: dict[str, str] = field(default_factory=dict)    # answer grade_id -> the student's code (trusted copy)
     failure: str | None = None                               # why the sandbox run ended early
+    environment: str | None = None                           # the grader's own failure: no grade may come of it
 
     def probe(self, name: str):
         if name not in self.probes:

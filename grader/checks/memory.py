@@ -7,13 +7,18 @@ from torch import nn
 from . import AssignmentChecks, Evidence, close, expect, probe_definitions, value
 
 KEYS = ["allocated_after", "allocated_before", "reserved_after", "reserved_before"]
+MIB = 2**20
+# The simulated GPU when release(ns, "model", "trainer") is called: live tensors in "model",
+# "keep" and a reference cycle in "trainer", plus cached free blocks. Sizes differ from the
+# notebook's visible test, and every mistake in the workflow gives different numbers.
+WORKFLOW = {"model": 5 * MIB, "keep": 1 * MIB, "cycle": 3 * MIB, "cached": 7 * MIB}
 
 
 def inputs() -> dict:
     torch.manual_seed(505)
     states = [{k: v.clone() for k, v in nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Tanh()).state_dict().items()}
               for _ in range(4)]
-    return {"release": {}, "checkpointed_forward": {"states": states, "x": torch.randn(5, 8)}}
+    return {"release": {"workflow": dict(WORKFLOW)}, "checkpointed_forward": {"states": states, "x": torch.randn(5, 8)}}
 
 
 def _release(evidence: Evidence, part: str):
@@ -52,6 +57,46 @@ def release_missing(evidence: Evidence, inputs: dict) -> None:
     expect(rec["is_key_error"] is True, f"a missing name raised {rec['raised']}, expected KeyError")
     expect(rec["names_it"] is True, "the KeyError should name the missing name")
     expect([list(item) for item in rec["left"]] == [["a", 1], ["b", 2]], "nothing may be deleted when a name is missing")
+
+
+def _mib(n: int) -> str:
+    return f"{n / MIB:g} MiB"
+
+
+def release_workflow(evidence: Evidence, inputs: dict) -> None:
+    """The whole workflow on a simulated CUDA allocator (utils.simulated_cuda): every step that
+    is skipped, misordered or faked changes a counter the answer must report."""
+    release_names(evidence, inputs)
+    rec = _release(evidence, "workflow")
+    sizes = inputs["release"]["workflow"]
+    expect(rec["left"] == ["keep", "steps"], f"after release(ns, 'model', 'trainer') the namespace holds {rec['left']}")
+    events = [tuple(e) for e in rec["events"]]
+    freed = [i for i, (kind, label) in enumerate(events) if kind == "free" and label in ("model", "cycle")]
+    emptied = [i for i, (kind, _) in enumerate(events) if kind == "empty_cache"]
+    reads = [(i, kind, v) for i, (kind, v) in enumerate(events) if kind in ("memory_allocated", "memory_reserved")]
+    expect(any(label == "cycle" for kind, label in events if kind == "free"),
+           "the tensor held by a reference cycle was never freed: call gc.collect() after deleting the names")
+    expect(len(freed) == 2, "deleting the names did not free the model's memory")
+    expect(bool(emptied), "torch.cuda.empty_cache() was never called while CUDA was available")
+    expect(emptied[-1] > freed[-1], "empty_cache() ran before everything was freed: delete the names and "
+           "gc.collect() first, or the freed blocks stay in the cache")
+    expect(any(i < freed[0] for i, kind, _ in reads if kind == "memory_allocated")
+           and any(i < freed[0] for i, kind, _ in reads if kind == "memory_reserved"),
+           "the counters were not read before the names were deleted")
+    expect(any(i > emptied[-1] for i, kind, _ in reads if kind == "memory_allocated")
+           and any(i > emptied[-1] for i, kind, _ in reads if kind == "memory_reserved"),
+           "the counters were not read again after empty_cache()")
+    live = sizes["model"] + sizes["cycle"] + sizes["keep"]
+    expected = {"allocated_before": live, "reserved_before": live + sizes["cached"],
+                "allocated_after": sizes["keep"], "reserved_after": sizes["keep"]}
+    report = rec["report"]
+    expect(isinstance(report, dict) and sorted(report) == KEYS,
+           f"release should return a dict with the int keys {KEYS}, got {sorted(report) if report else report}")
+    read_values = {v for _, _, v in reads}
+    for key, want in expected.items():
+        expect(report[key] == want, f"{key} = {_mib(report[key])}, but the simulated GPU's counter read "
+               f"{_mib(want)} at that step of the workflow")
+        expect(report[key] in read_values, f"{key} was not read from torch.cuda's counters")
 
 
 def _reference(inputs: dict, x: torch.Tensor, requires_grad: bool):
@@ -97,6 +142,7 @@ CHECKS = AssignmentChecks(
     inputs=inputs,
     tests={
         "test_release_report": release_report,
+        "test_release_workflow": release_workflow,
         "test_release_names": release_names,
         "test_release_cycles": release_cycles,
         "test_release_missing": release_missing,

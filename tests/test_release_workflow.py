@@ -1,0 +1,201 @@
+"""The empty_cache workflow (05, `release`) is graded on what it does, on any machine.
+
+The release probe runs each answer against the simulated caching allocator
+(utils/simulated_cuda.py); the trusted check compares the reported counters and the logged
+order of events with what each step should produce. Here the probe and the check run in-process
+on answers in several styles: every correct one passes, and every way of skipping, misordering
+or faking a step fails `test_release_workflow`. On a machine with CUDA the same answers also run
+against the real allocator.
+"""
+import gc
+
+import pytest
+import torch
+
+from grader.checks import Evidence, probe_definitions, registry
+from grader.checks.memory import WORKFLOW
+from grader.samples import solution_answers
+from grader import course
+from utils.simulated_cuda import simulate_cuda
+
+CHECKS = registry()["05_memory"]
+
+_CHECK_NAMES = '''
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        raise KeyError(missing[0])
+'''
+_COUNTERS = '''
+    cuda = torch.cuda.is_available()
+    read = lambda: (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) if cuda else (0, 0)
+'''
+_REPORT = '''
+    return {"allocated_before": before[0], "reserved_before": before[1],
+            "allocated_after": after[0], "reserved_after": after[1]}
+'''
+
+
+def _answer(body: str) -> str:
+    return "import gc\nimport torch\n\ndef release(namespace, *names):\n" + _CHECK_NAMES + _COUNTERS + body + _REPORT
+
+
+CORRECT = {
+    "solution": solution_answers(course.find("05_memory"))["release"],
+    "memory_stats": _answer('''
+    stats = lambda: torch.cuda.memory_stats() if cuda else {}
+    s = stats()
+    before = (s.get("allocated_bytes.all.current", 0), s.get("reserved_bytes.all.current", 0))
+    for n in names:
+        namespace.pop(n)
+    gc.collect()
+    torch.cuda.empty_cache() if cuda else None
+    s = stats()
+    after = (s.get("allocated_bytes.all.current", 0), s.get("reserved_bytes.all.current", 0))
+'''),
+    "accelerator_api": _answer('''
+    acc = torch.accelerator
+    before = (acc.memory_allocated(), acc.memory_reserved()) if acc.is_available() else (0, 0)
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    if acc.is_available():
+        acc.empty_cache()
+    after = (acc.memory_allocated(), acc.memory_reserved()) if acc.is_available() else (0, 0)
+'''),
+}
+
+WRONG = {  # name -> (answer, a phrase the check's message must contain)
+    "no_empty_cache": (_answer('''
+    before = read()
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    after = read()
+'''), "never called"),
+    "empty_cache_first": (_answer('''
+    before = read()
+    if cuda:
+        torch.cuda.empty_cache()
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    after = read()
+'''), "before everything was freed"),
+    "collect_after_empty_cache": (_answer('''
+    before = read()
+    for n in names:
+        del namespace[n]
+    if cuda:
+        torch.cuda.empty_cache()
+    gc.collect()
+    after = read()
+'''), "before everything was freed"),
+    "no_collect": (_answer('''
+    before = read()
+    for n in names:
+        del namespace[n]
+    if cuda:
+        torch.cuda.empty_cache()
+    after = read()
+'''), "gc.collect()"),
+    "reads_before_after_deleting": (_answer('''
+    for n in names:
+        del namespace[n]
+    before = read()
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    after = read()
+'''), "not read before"),
+    "reads_after_before_emptying": (_answer('''
+    before = read()
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    after = read()
+    if cuda:
+        torch.cuda.empty_cache()
+'''), "not read again after"),
+    "hard_coded_zeros": (_answer('''
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    before = after = (0, 0)
+'''), "not read"),
+    "made_up_numbers": (_answer(f'''
+    before = read()
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    after = (read()[0], {WORKFLOW["keep"] // 2})
+'''), "reserved_after"),
+}
+
+
+def _grade(source: str) -> dict:
+    namespace = {"torch": torch}
+    exec(compile(source, "<answer>", "exec"), namespace)
+    probe = probe_definitions("memory")["release"](namespace, CHECKS.inputs()["release"])
+    return CHECKS.judge(Evidence(probes={"release": probe}), CHECKS.inputs())
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_answers_in_any_style_pass_every_release_test(name):
+    verdicts = _grade(CORRECT[name])
+    assert {k: v.message for k, v in verdicts.items() if k.startswith("test_release") and v.fraction < 1} == {}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_each_wrong_workflow_loses_the_workflow_points(name):
+    answer, phrase = WRONG[name]
+    verdicts = _grade(answer)
+    workflow = verdicts["test_release_workflow"]
+    assert workflow.fraction == 0 and phrase in workflow.message, workflow.message
+    assert verdicts["test_release_names"].fraction == 1  # the other release tests still see a working release()
+
+
+def test_the_simulation_counts_blocks_and_the_cache():
+    with simulate_cuda(cached_bytes=1000) as sim:
+        t = sim.tensor(1000, "t")
+        assert torch.cuda.is_available() and torch.cuda.memory_allocated() == 1024
+        assert torch.cuda.memory_reserved() == 2048
+        del t
+        gc.collect()
+        assert torch.cuda.memory_allocated() == 0 and torch.cuda.memory_reserved() == 2048
+        torch.cuda.empty_cache()
+        assert torch.cuda.memory_reserved() == 0
+    assert ("free", "t") in sim.events
+    assert torch.cuda.memory_allocated is not sim.memory_allocated  # restored on exit
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_a_real_gpu_each_wrong_workflow_reports_other_counters_than_the_correct_one():
+    """The simulation's verdicts carry over: on the real caching allocator, every wrong workflow
+    reports counters that differ from the correct workflow's in the same situation."""
+    def run(source):
+        namespace = {"torch": torch}
+        exec(compile(source, "<answer>", "exec"), namespace)
+        gc.collect()
+        torch.cuda.empty_cache()
+        gc.disable()
+        try:
+            warm = torch.empty(WORKFLOW["cached"], dtype=torch.uint8, device="cuda")
+            del warm  # a cached block
+            ns = {"model": torch.empty(WORKFLOW["model"], dtype=torch.uint8, device="cuda"),
+                  "keep": torch.empty(WORKFLOW["keep"], dtype=torch.uint8, device="cuda"), "trainer": {}}
+            ns["trainer"]["self"] = ns["trainer"]
+            ns["trainer"]["state"] = torch.empty(WORKFLOW["cycle"], dtype=torch.uint8, device="cuda")
+            return namespace["release"](ns, "model", "trainer")
+        finally:
+            gc.enable()
+            gc.collect()
+
+    correct = run(CORRECT["solution"])
+    assert correct["allocated_before"] - correct["allocated_after"] >= WORKFLOW["model"] + WORKFLOW["cycle"]
+    for name, (answer, _) in WRONG.items():
+        if name != "made_up_numbers":
+            assert run(answer) != correct, name
