@@ -227,6 +227,12 @@ def _cheat_metadata(nb):
             cell.pop("execution_count", None)
 
 
+def total_points(assignment_id: str) -> float:
+    """The assignment's maximum score, from its source notebook's grade cells."""
+    nb = nbformat.read(course.find(assignment_id).source_dir / f"{assignment_id}.ipynb", as_version=4)
+    return float(sum(c.metadata.nbgrader["points"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")))
+
+
 def hash_tree(root: Path) -> dict:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
             if p.is_file() and "__pycache__" not in p.parts}
