@@ -123,6 +123,14 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: se
                    skipped=True)
 
 
+def _write_json(path: Path, data) -> None:
+    """Atomic: a kill leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
 def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
@@ -131,12 +139,8 @@ def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprin
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     if result.sha256:  # an unreadable notebook is graded again next time
-        path = _ledger_path(course_dir, sub)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"sha256": result.sha256, "fingerprint": fingerprint, "score": score,
-                                   "max_score": max_score, "note": note}))
-        os.replace(tmp, path)  # atomic: a kill leaves the old entry or the new one, never half
+        _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
+                                                    "score": score, "max_score": max_score, "note": note})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds)
 
 
@@ -275,8 +279,5 @@ def _check_references(course_dir: Path, assignments: set[Assignment], fingerprin
         else:
             cache[assignment.id] = key
     if pending:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache, indent=1))
-        os.replace(tmp, cache_path)
+        _write_json(cache_path, cache)
     return refused

@@ -227,6 +227,17 @@ def _cheat_metadata(nb):
             cell.pop("execution_count", None)
 
 
+def submit_solutions(course_dir: Path, assignment_id: str, students: list[str]) -> None:
+    """Prepare the assignment in ``course_dir`` and submit its reference answers for each student."""
+    assignment = course.find(assignment_id)
+    course.prepare(course_dir, assignment)
+    release = nbformat.read(course_dir / "release" / assignment_id / assignment.notebook_name, as_version=4)
+    for student in students:
+        folder = course_dir / "submitted" / student / assignment_id
+        folder.mkdir(parents=True)
+        nbformat.write(fill(release, solution_answers(assignment)), folder / assignment.notebook_name)
+
+
 def total_points(assignment_id: str) -> float:
     """The assignment's maximum score, from its source notebook's grade cells."""
     nb = nbformat.read(course.find(assignment_id).source_dir / f"{assignment_id}.ipynb", as_version=4)

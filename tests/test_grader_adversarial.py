@@ -9,13 +9,11 @@ import os
 import subprocess
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from grader import course, sandbox
+from grader import sandbox
 from grader.autograde import autograde
-from grader.samples import fill, solution_answers
-from submissions import AID, CHEATS, LIMITS, OTHER_CHEATS, REPO, hash_tree, repo_state, total_points
+from submissions import AID, CHEATS, LIMITS, OTHER_CHEATS, REPO, hash_tree, repo_state, submit_solutions, total_points
 
 ADVERSARIAL = ("stub", "cheat_", "honest_", "broken_")
 
@@ -118,13 +116,8 @@ def test_grading_is_deterministic(batch):
 def test_a_killed_run_resumes_without_losing_or_doubling(tmp_path):
     aid = "02_tensor_toolbox"  # among the quickest to grade: the point is the ledger, not the checks
     course_dir = tmp_path / "course"
-    course.prepare(course_dir, course.find(aid))
-    release = nbformat.read(course_dir / "release" / aid / f"{aid}.ipynb", as_version=4)
     students = [f"s{i}" for i in range(3)]
-    for student in students:
-        folder = course_dir / "submitted" / student / aid
-        folder.mkdir(parents=True)
-        nbformat.write(fill(release, solution_answers(course.find(aid))), folder / f"{aid}.ipynb")
+    submit_solutions(course_dir, aid, students)
     proc = subprocess.Popen([os.sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir),
                              "--workers", "1"], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
     for line in proc.stdout:

@@ -9,14 +9,13 @@ import shutil
 import subprocess
 import sys
 
-import nbformat
 import pytest
 
 from grader import course, gradebook
 from grader.autograde import GraderEnvironmentError
 from grader.grading import parse
-from grader.samples import fill, solution_answers
 from grader.sandbox import Limits, RunResult
+from submissions import submit_solutions
 
 AID = "02_tensor_toolbox"  # among the quickest to grade
 
@@ -36,18 +35,9 @@ def _autograde(root, course_dir):
                            "--workers", "1"], cwd=root, capture_output=True, text=True, timeout=600)
 
 
-def _submit(course_dir, students):
-    course.prepare(course_dir, course.find(AID))
-    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
-    for student in students:
-        folder = course_dir / "submitted" / student / AID
-        folder.mkdir(parents=True)
-        nbformat.write(fill(release, solution_answers(course.find(AID))), folder / f"{AID}.ipynb")
-
-
 def test_a_broken_course_install_stops_grading_and_writes_no_scores(checkout, tmp_path):
     course_dir = tmp_path / "course"
-    _submit(course_dir, ["honest"])
+    submit_solutions(course_dir, AID, ["honest"])
     init = checkout / "utils" / "__init__.py"
     working = init.read_text()
     init.write_text("raise ImportError('this checkout of the course is broken')\n")
