@@ -51,13 +51,16 @@ class Outcome:
     note: str = ""                 # graded, but the student should read this
     skipped: bool = False          # unchanged since it was last graded
     seconds: float | None = None   # how long grading took
+    pending: float = 0.0           # points of written answers left to the instructor (formgrader)
 
     def line(self) -> str:
         if self.error:
             return f"{self.student} {self.assignment}: NOT GRADED: {self.error}"
         text = f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
         took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
-        return text + took + (" (unchanged, kept)" if self.skipped else "") + (f" [{self.note}]" if self.note else "")
+        left = f", {self.pending:g} point(s) left to the instructor (written answers)" if self.pending else ""
+        return (text + took + left + (" (unchanged, kept)" if self.skipped else "")
+                + (f" [{self.note}]" if self.note else ""))
 
 
 def discover(course_dir: Path, assignment_id: str | None = None,
@@ -120,7 +123,7 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: se
     if entry.get("sha256") != digest or entry.get("fingerprint") != fingerprint:
         return None
     return Outcome(sub.student, sub.assignment.id, entry["score"], entry["max_score"], note=entry.get("note", ""),
-                   skipped=True)
+                   skipped=True, pending=entry.get("pending", 0.0))
 
 
 def _write_json(path: Path, data) -> None:
@@ -134,14 +137,16 @@ def _write_json(path: Path, data) -> None:
 def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
-    score, max_score = gradebook.record(course_dir, sub.assignment, result, gradebook.read_timestamp(sub.folder),
-                                        unanswered)
+    score, max_score, pending = gradebook.record(course_dir, sub.assignment, result,
+                                                 gradebook.read_timestamp(sub.folder), unanswered)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     if result.sha256:  # an unreadable notebook is graded again next time
         _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
-                                                    "score": score, "max_score": max_score, "note": note})
-    return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds)
+                                                    "score": score, "max_score": max_score, "note": note,
+                                                    "pending": pending})
+    return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
+                   pending=pending)
 
 
 def autograde(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,

@@ -45,6 +45,11 @@ def cmd_autograde(args) -> int:
     failed = [o for o in outcomes if o.error]
     print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
           f"gradebook: {args.course_dir / 'gradebook.db'}")
+    waiting = [o for o in outcomes if o.pending]
+    if waiting:
+        print(f"{len(waiting)} submission(s) have written answers ({sum(o.pending for o in waiting):g} points in all) "
+              "that the autograder leaves to the instructor: grade them in formgrader's Manual Grading "
+              f"(`nbgrader formgrader` in {args.course_dir})")
     if not outcomes:
         print("no submissions found", file=sys.stderr)
     return 1 if failed else 0

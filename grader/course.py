@@ -44,12 +44,33 @@ class Assignment:
         return NOTEBOOKS / self.id / self.notebook_name
 
 
+MEASUREMENT_TAG = "measurement"  # an answer code cell the learner's own measurement goes in: kept, never run
+
+
 def answer_cells(nb) -> dict[str, str]:
     """grade_id -> source of every answer (solution, not graded) code cell of a trusted notebook."""
     cells = {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            cells[meta["grade_id"]] = cell.source
+    return cells
+
+
+def measurement_cells(nb) -> set[str]:
+    """Answer code cells tagged ``measurement``: the grader keeps them for the instructor to read
+    next to the written answer, and does not run them (a timing proves nothing in a sandbox)."""
+    return {cell.metadata["nbgrader"]["grade_id"] for cell in nb.cells
+            if MEASUREMENT_TAG in cell.metadata.get("tags", []) and cell.metadata.get("nbgrader", {}).get("solution")}
+
+
+def manual_cells(nb) -> dict[str, str]:
+    """grade_id -> source of every manually graded answer (solution AND graded: nbgrader's
+    "manually graded answer", a written interpretation): points the instructor gives in formgrader."""
+    cells = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade"):
             cells[meta["grade_id"]] = cell.source
     return cells
 

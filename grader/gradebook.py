@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_output
 
-from .course import Assignment, answer_cells, nbgrader_config
-from .grading import Result
+from .course import Assignment, answer_cells, manual_cells, nbgrader_config
+from .grading import Result, source_cells
 
 
 def _gradebook(course_dir: Path):
@@ -33,8 +33,10 @@ def recorded(course_dir: Path) -> set[tuple[str, str]]:
 
 
 def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
-           unanswered: set[str]) -> tuple[float, float]:
-    """Store one submission's scores; returns (score, max_score) as the gradebook computes them."""
+           unanswered: set[str]) -> tuple[float, float, float]:
+    """Store one submission's scores; returns (score, max_score, points left to the instructor) as
+    the gradebook computes them. Written answers are nbgrader's manually graded answers: like
+    ``nbgrader autograde``, an answer left as released scores 0, any other waits for a human."""
     from nbgrader.api import MissingEntry
 
     notebook_id = assignment.id
@@ -50,11 +52,17 @@ def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: 
             grade = gb.find_grade(grade_id, notebook_id, assignment.id, result.student)
             grade.auto_score = fraction * grade.max_score
             grade.needs_manual_grade = grade.manual_score is not None  # a human's score is never overwritten
+        pending = 0.0
+        for grade_id in source_cells(assignment.id).written:
+            grade = gb.find_grade(grade_id, notebook_id, assignment.id, result.student)
+            grade.auto_score = 0.0 if grade_id in unanswered else None
+            grade.needs_manual_grade = grade.auto_score is None and grade.manual_score is None
+            pending += grade.max_score if grade.needs_manual_grade else 0.0
         for comment in gb.find_submission_notebook(notebook_id, assignment.id, result.student).comments:
             comment.auto_comment = "No response." if comment.name in unanswered else None
         gb.db.commit()
         submission = gb.find_submission(assignment.id, result.student)
-        return float(submission.score), float(submission.max_score)
+        return float(submission.score), float(submission.max_score), pending
 
 
 def write_autograded(course_dir: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:
@@ -66,6 +74,8 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
         meta = cell.metadata.get("nbgrader", {})
         grade_id = meta.get("grade_id")
         if cell.cell_type != "code":
+            if meta.get("solution") and grade_id in result.answers:  # a written answer, for formgrader
+                cell.source = result.answers[grade_id]
             continue
         if meta.get("solution") and grade_id in result.answers:
             cell.source = result.answers[grade_id]
@@ -90,7 +100,7 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
 def unanswered(course_dir: Path, assignment: Assignment, result: Result) -> set[str]:
     """Answer cells left missing or exactly as released (the stub)."""
     release = nbformat.read(course_dir / "release" / assignment.id / assignment.notebook_name, as_version=4)
-    stubs = answer_cells(release)
+    stubs = {**answer_cells(release), **manual_cells(release)}
     return {g for g, stub in stubs.items() if result.answers.get(g, stub).strip() == stub.strip()}
 
 

@@ -43,14 +43,22 @@ class Result:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class SourceCells:
+    """What the course's source notebook says about one assignment's cells."""
+    setup: tuple[str, ...]      # setup cell sources, run before any answer
+    answers: tuple[str, ...]    # answer code cells, in order
+    unrun: frozenset[str]       # answer cells kept for the instructor but not run (measurements)
+    written: tuple[str, ...]    # manually graded answers: the instructor's points, never the grader's
+
+
 @lru_cache(maxsize=None)
-def source_cells(assignment_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(setup cell sources, answer grade ids) from the course's source notebook."""
+def source_cells(assignment_id: str) -> SourceCells:
     assignment = course.find(assignment_id)
     nb = nbformat.read(assignment.source_dir / assignment.notebook_name, as_version=4)
     setup = tuple(c.source for c in nb.cells if c.cell_type == "code" and "setup" in c.metadata.get("tags", []))
-    answers = tuple(course.answer_cells(nb))
-    return setup, answers
+    return SourceCells(setup, tuple(course.answer_cells(nb)), frozenset(course.measurement_cells(nb)),
+                       tuple(course.manual_cells(nb)))
 
 
 def fingerprint(assignment_id: str) -> str:
@@ -69,10 +77,11 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
           limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True) -> Result:
     start = time.monotonic()
     checks = registry()[assignment_id]
-    setup, answer_ids = source_cells(assignment_id)
+    cells = source_cells(assignment_id)
     result = Result(student, assignment_id)
     try:
-        answers = submission.read(folder, course.find(assignment_id).notebook_name, list(answer_ids))
+        answers = submission.read(folder, course.find(assignment_id).notebook_name, list(cells.answers),
+                                  cells.written)
     except submission.Unreadable as exc:
         result.unreadable = str(exc)
         result.verdicts = {test: (0.0, f"not graded: {exc}") for test in checks.tests}
@@ -81,7 +90,8 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     inputs = checks.inputs()
     with tempfile.TemporaryDirectory(prefix="grade-job-") as job:
         job_dir = Path(job)
-        _write_job(job_dir, setup, answers.cells, checks, list(inputs), limits.cell_s, isolate)
+        run_now = {g: s for g, s in answers.cells.items() if g in cells.answers and g not in cells.unrun}
+        _write_job(job_dir, cells.setup, run_now, checks, list(inputs), limits.cell_s, isolate)
         torch.save(inputs, job_dir / "inputs.pt")
         for path in job_dir.iterdir():
             path.chmod(0o644)
@@ -94,7 +104,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     if evidence.environment:
         result.environment = evidence.environment
         return result
-    evidence.sources = dict(answers.cells)
+    evidence.sources = {g: s for g, s in answers.cells.items() if g in cells.answers}
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
     if evidence.failure:

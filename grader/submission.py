@@ -40,7 +40,9 @@ def locate(folder: Path, notebook_name: str) -> tuple[Path, list[str]]:
     raise Unreadable(f"expected {notebook_name} in the submission, found {present}")
 
 
-def read(folder: Path, notebook_name: str, answer_ids: list[str]) -> Answers:
+def read(folder: Path, notebook_name: str, answer_ids: list[str], written_ids: tuple[str, ...] = ()) -> Answers:
+    """``answer_ids``: code answers (run by the grader); ``written_ids``: manually graded answers
+    (any cell type, taken as text for the instructor)."""
     path, notes = locate(folder, notebook_name)
     size = path.stat().st_size
     if size > MAX_BYTES:
@@ -63,23 +65,24 @@ def read(folder: Path, notebook_name: str, answer_ids: list[str]) -> Answers:
     kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name")
     if kernel not in (None, "python3"):
         notes.append(f"the notebook's kernel {kernel!r} was ignored: answers are always run with Python 3")
-    return Answers(path, hashlib.sha256(raw).hexdigest(), _answer_cells(nb, answer_ids, notes), notes)
+    return Answers(path, hashlib.sha256(raw).hexdigest(), _answer_cells(nb, answer_ids, written_ids, notes), notes)
 
 
-def _answer_cells(nb, answer_ids: list[str], notes: list[str]) -> dict[str, str]:
+def _answer_cells(nb, answer_ids: list[str], written_ids, notes: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
+    wanted = [*answer_ids, *written_ids]
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-        if grade_id not in answer_ids or grade_id in found:
+        if grade_id not in wanted or grade_id in found:
             continue  # like nbgrader, the first cell with a grade id wins
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        if cell.get("cell_type") != "code":
+        if grade_id in answer_ids and cell.get("cell_type") != "code":
             notes.append(f"answer cell {grade_id!r} is not a code cell: it was not run")
             continue
         found[grade_id] = source
-    for grade_id in answer_ids:
+    for grade_id in wanted:
         if grade_id not in found and not any(grade_id in n for n in notes):
             notes.append(f"answer cell {grade_id!r} is missing from the notebook")
     return found

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import torch
 
-from . import AssignmentChecks, Evidence, close, equal, expect, tensor, uses, value
+from . import AssignmentChecks, Evidence, Fail, equal, expect, tensor, uses, value
 
 INVALID = [([0, 3, 1], 3), ([-1, 0], 3), ([0, 1, 7], 4), ([-5], 2), ([2, 9, 0, 1], 9)]
-PAIR_SHAPES = [((5, 4), (3, 4)), ((1, 2), (7, 2)), ((40, 16), (25, 16)), ((64, 8), (48, 8))]
+PAIR_SHAPES = [((5, 4), (3, 4)), ((1, 2), (7, 2)), ((40, 16), (25, 16)), ((3, 6, 4), (3, 5, 4)),
+               ((3, 6, 4), (5, 4)), ((2, 1, 7, 3), (4, 5, 3)), ((5, 9, 2), (1, 9, 2))]
 FORBIDDEN_DISTANCE = {"cdist", "pdist", "pairwise_distance", "_cdist_forward", "_euclidean_dist"}
 
 
@@ -16,15 +17,25 @@ def inputs() -> dict:
     valid = [(t([2, 0, 1, 2]), 3), (t([4, 4, 0]), 6), (torch.randint(0, 10, (1000,), generator=g), 10),
              (t([]), 5), (t([0, 0, 0]), 1), (t([0, 2]), 3), (torch.randint(0, 37, (300,), generator=g), 37)]
     scaling = [(torch.randint(0, 7, (10,), generator=g), 7), (torch.randint(0, 7, (3000,), generator=g), 7)]
+    rand = lambda *shape, dtype=torch.float32: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
     cases = [(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0]]))]
-    cases += [(torch.randn(*sa, generator=g), torch.randn(*sb, generator=g)) for sa, sb in PAIR_SHAPES]
-    cases += [(torch.randn(6, 3, generator=g, dtype=torch.float64), torch.randn(4, 3, generator=g, dtype=torch.float64))]
-    near = torch.randn(32, 8, generator=g) * 0.01 + 100.0
-    cases += [(near, near.clone()), (torch.randn(0, 5), torch.randn(4, 5)), (torch.randn(3, 5), torch.randn(0, 5)),
-              (torch.randn(0, 5), torch.randn(0, 5))]
+    cases += [(rand(*sa), rand(*sb)) for sa, sb in PAIR_SHAPES]
+    cases += [(rand(2, 6, 3, dtype=torch.float64), rand(2, 4, 3, dtype=torch.float64))]
+    offsets = torch.tensor([1000.0, -2000.0, 500.0, 3000.0]).view(4, 1, 1)
+    far_a = rand(4, 20, 16) + offsets
+    far_b = torch.cat([far_a[:, :12] + 0.5 * rand(4, 12, 16), rand(4, 9, 16) + offsets], dim=1)
+    near = rand(32, 8) * 0.01 + 100.0
+    far = [(far_a, far_b), (far_a[1], far_b[1]), (near, near + 0.001 * rand(32, 8)), (near - 300.0, near - 300.0)]
+    empty = [(rand(0, 5), rand(4, 5)), (rand(3, 5), rand(0, 5)), (rand(2, 3, 5), rand(2, 0, 5)), (rand(0, 5), rand(0, 5))]
+    devices = [{"a": [3, 7, 4], "b": [5, 4], "device": "meta", "default": None, "shape": [3, 7, 5]},
+               {"a": [2, 1, 3, 4], "b": [6, 2, 4], "device": "meta", "default": None, "shape": [2, 6, 3, 2]},
+               {"a": [4, 3], "b": [5, 3], "device": "cpu", "default": "meta", "shape": [4, 5]},
+               {"a": [0, 3], "b": [5, 3], "device": "cpu", "default": "meta", "shape": [0, 5]},
+               {"a": [2, 3, 3], "b": [0, 3], "device": "cpu", "default": "meta", "shape": [2, 3, 0]}]
     return {"one_hot": {"valid": valid, "invalid": [(t(v), c) for v, c in INVALID], "ops_case": (t([1, 0, 2]), 3),
-                        "scaling": scaling},
-            "pairwise_sq_distances": {"cases": cases}}
+                        "scaling": scaling, "other_default": [(t([1, 0, 2]), 3), (t([]), 4)]},
+            "pairwise_sq_distances": {"cases": cases, "far": far, "empty": empty, "devices": devices,
+                                      "memory": (rand(384, 64), rand(384, 64))}}
 
 
 # ---- one_hot ---------------------------------------------------------------------------------
@@ -39,6 +50,17 @@ def one_hot_values(evidence: Evidence, inputs: dict, cases: slice = slice(None))
         expected[torch.arange(len(labels)), labels] = 1
         equal(rec["result"], expected, what)
         equal(rec["labels_after"], labels, f"{what}: labels must not be modified")
+    if cases != slice(None):
+        return
+    for (labels, classes), rec in zip(inputs["one_hot"]["other_default"], evidence.probe("one_hot")["other_default"],
+                                      strict=True):
+        what = f"one_hot({labels.tolist()}, {classes}) with labels on cpu and meta as the default device"
+        rec = value(rec, what)
+        expect(rec["device"] == "cpu", f"{what} returned a result on {rec['device']}: create the output on "
+                                       "labels.device (with labels on a GPU it would land on the CPU)")
+        expected = torch.zeros(len(labels), classes, dtype=torch.int64)
+        expected[torch.arange(len(labels)), labels] = 1
+        equal(rec["result"], expected, what)
 
 
 # Checks of one requirement (an error raised, a tool not used) also need the answer to work on
@@ -75,47 +97,74 @@ def one_hot_scatter(evidence: Evidence, inputs: dict) -> None:
 
 # ---- pairwise_sq_distances -------------------------------------------------------------------
 
-def _pair_results(evidence: Evidence, inputs: dict):
-    cases = inputs["pairwise_sq_distances"]["cases"]
-    results = evidence.probe("pairwise_sq_distances")["cases"]
-    for (a, b), rec in zip(cases, results, strict=True):
+def _pair_results(evidence: Evidence, inputs: dict, key: str = "cases", cases: slice = slice(None)):
+    pairs = list(zip(inputs["pairwise_sq_distances"][key], evidence.probe("pairwise_sq_distances")[key], strict=True))
+    for (a, b), rec in pairs[cases]:
         what = f"pairwise_sq_distances(a of shape {tuple(a.shape)}, b of shape {tuple(b.shape)})"
         yield a, b, value(rec, what), what
 
 
 def _reference(a, b):
-    return ((a.double()[:, None, :] - b.double()[None, :, :]) ** 2).sum(-1)
+    return ((a.double().unsqueeze(-2) - b.double().unsqueeze(-3)) ** 2).sum(-1)
 
 
-def pairwise_values(evidence: Evidence, inputs: dict, cases: slice = slice(0, 6)) -> None:
-    for a, b, rec, what in list(_pair_results(evidence, inputs))[cases]:
-        expected = _reference(a, b)
-        result = tensor(rec["result"], what)
-        expect(result.dtype == a.dtype, f"{what}: dtype {result.dtype}, expected {a.dtype}")
+def _matches(a, b, rec, what, rtol: float, atol: float) -> None:
+    result = tensor(rec["result"], what)
+    expect(result.dtype == a.dtype, f"{what}: dtype {result.dtype}, expected {a.dtype}")
+    expected = _reference(a, b)
+    expect(result.shape == expected.shape, f"{what}: shape {tuple(result.shape)}, expected {tuple(expected.shape)}")
+    if not torch.allclose(result.double(), expected, rtol=rtol, atol=atol):
+        worst = (result.double() - expected).abs().max().item()
+        raise Fail(f"{what}: values differ from the exact squared distances by up to {worst:.3g}")
+
+
+def pairwise_values(evidence: Evidence, inputs: dict, cases: slice = slice(None)) -> None:
+    for a, b, rec, what in _pair_results(evidence, inputs, cases=cases):
         tolerance = 1e-10 if a.dtype == torch.float64 else 1e-4
-        close(result.double(), expected, what, rtol=tolerance, atol=tolerance)
+        _matches(a, b, rec, what, tolerance, tolerance)
+
+
+def pairwise_far(evidence: Evidence, inputs: dict) -> None:
+    pairwise_values(evidence, inputs, slice(1, 2))  # it must work on ordinary input too
+    for a, b, rec, what in _pair_results(evidence, inputs, "far"):
+        _matches(a, b, rec, what + " (points far from the origin)", 1e-4, 1e-3 if a.shape[-1] > 8 else 1e-5)
 
 
 def pairwise_edges(evidence: Evidence, inputs: dict) -> None:
-    pairwise_values(evidence, inputs, slice(1, 2))  # it must work on ordinary input too
-    for a, b, rec, what in _pair_results(evidence, inputs):
+    pairwise_values(evidence, inputs, slice(1, 2))
+    for a, b, rec, what in [*_pair_results(evidence, inputs), *_pair_results(evidence, inputs, "far"),
+                            *_pair_results(evidence, inputs, "empty")]:
         result = tensor(rec["result"], what)
-        expect(tuple(result.shape) == (a.shape[0], b.shape[0]), f"{what}: shape {tuple(result.shape)}")
+        expect(tuple(result.shape) == tuple(_reference(a, b).shape), f"{what}: shape {tuple(result.shape)}")
         expect(result.dtype == a.dtype, f"{what}: dtype {result.dtype}, expected {a.dtype}")
         expect(bool(torch.isfinite(result).all()) and bool((result >= 0).all()),
                f"{what}: squared distances must be finite and never negative (clamp at 0)")
         equal(rec["a_after"], a, f"{what}: a must not be modified")
         equal(rec["b_after"], b, f"{what}: b must not be modified")
+    devices = value(evidence.probe("pairwise_sq_distances")["devices"], "pairwise_sq_distances on another device")
+    for case, rec in zip(inputs["pairwise_sq_distances"]["devices"], devices, strict=True):
+        what = (f"pairwise_sq_distances(a of shape {tuple(case['a'])}, b of shape {tuple(case['b'])}) on "
+                f"{case['device']}" + (f" with {case['default']} as the default device" if case["default"] else ""))
+        rec = value(rec, what)
+        expect(rec["device"] == case["device"], f"{what} returned a result on {rec['device']}: keep every tensor "
+                                                "on a.device (a GPU run would fail the same way)")
+        expect(rec["shape"] == case["shape"], f"{what}: shape {tuple(rec['shape'])}, expected {tuple(case['shape'])}")
 
 
 def pairwise_no_cdist(evidence: Evidence, inputs: dict) -> None:
     used = uses(evidence.sources.get("pairwise_sq_distances", ""), FORBIDDEN_DISTANCE)
     expect(not used, f"pairwise_sq_distances uses {', '.join(sorted(used))}: compute the distances yourself")
-    names = value(evidence.probe("pairwise_sq_distances")["ops"], "pairwise_sq_distances")["names"]
+    data = evidence.probe("pairwise_sq_distances")
+    names = value(data["ops"], "pairwise_sq_distances")["names"]
     expect(not FORBIDDEN_DISTANCE & set(names), "pairwise_sq_distances calls cdist/pdist: compute the distances yourself")
-    a, b = inputs["pairwise_sq_distances"]["cases"][3]
-    close(tensor(evidence.probe("pairwise_sq_distances")["cases"][3]["result"], "result").double(), _reference(a, b),
-          "pairwise_sq_distances", rtol=1e-4, atol=1e-4)
+    pairwise_values(evidence, inputs, slice(3, 4))
+    a, b = inputs["pairwise_sq_distances"]["memory"]
+    largest = value(data["largest_tensor"], "pairwise_sq_distances on 384 x 64 points")
+    temporary = a.shape[0] * b.shape[0] * a.shape[1] * a.element_size()
+    expect(type(largest) is int and largest < temporary / 4,
+           f"pairwise_sq_distances(384 x 64, 384 x 64) created a {largest / 2**20:.1f} MiB tensor for a 0.6 MiB "
+           f"result (the whole m x n x d difference is {temporary / 2**20:.0f} MiB): use the matmul identity, "
+           "or a loop over chunks")
 
 
 CHECKS = AssignmentChecks(
@@ -127,6 +176,7 @@ CHECKS = AssignmentChecks(
         "test_one_hot_range": one_hot_range,
         "test_one_hot_no_builtin": one_hot_scatter,
         "test_pairwise_sq_distances_values": pairwise_values,
+        "test_pairwise_sq_distances_far": pairwise_far,
         "test_pairwise_sq_distances_edges": pairwise_edges,
         "test_pairwise_sq_distances_no_cdist": pairwise_no_cdist,
     },

@@ -1,4 +1,9 @@
 """Probes for 02_tensor_toolbox (run in the sandbox; see common.py)."""
+import contextlib
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 
 def one_hot(namespace, inputs):
@@ -17,7 +22,13 @@ def one_hot(namespace, inputs):
                     "message": str(exc)[:300]}
         return {"raised": None}
 
+    def other_default(labels, classes):
+        with torch.device("meta"):       # a default device other than the labels': as on a GPU
+            result = fn(labels.clone(), classes)
+        return {"device": str(getattr(result, "device", None)), "result": plain(result)}
+
     return {
+        "other_default": [attempt(other_default, labels, c) for labels, c in inputs["other_default"]],
         "valid": [attempt(valid, labels, c) for labels, c in inputs["valid"]],
         "invalid": [attempt(invalid, labels, c) for labels, c in inputs["invalid"]],
         "ops": attempt(torch_ops, fn, *inputs["ops_case"]),
@@ -34,5 +45,33 @@ def pairwise_sq_distances(namespace, inputs):
         result = fn(a_arg, b_arg)
         return {"result": plain(result), "a_after": plain(a_arg), "b_after": plain(b_arg)}
 
-    return {"cases": [attempt(one, a, b) for a, b in inputs["cases"]],
-            "ops": attempt(torch_ops, fn, *inputs["cases"][3])}
+    def on_device(case):
+        a = torch.randn(case["a"], device=case["device"])
+        b = torch.randn(case["b"], device=case["device"])
+        with torch.device(case["default"]) if case["default"] else contextlib.nullcontext():
+            result = fn(a, b)
+        return {"device": str(getattr(result, "device", None)), "shape": list(getattr(result, "shape", []))}
+
+    def largest_tensor(a, b):
+        with _LargestTensor() as seen:
+            fn(a, b)
+        return seen.bytes
+
+    return {key: [attempt(one, a, b) for a, b in inputs[key]] for key in ("cases", "far", "empty")} | {
+        "devices": [attempt(on_device, case) for case in inputs["devices"]],
+        "largest_tensor": attempt(largest_tensor, *inputs["memory"]),
+        "ops": attempt(torch_ops, fn, *inputs["cases"][3])}
+
+
+class _LargestTensor(TorchDispatchMode):
+    """The largest storage any operation creates (expand views create none)."""
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.bytes = max(self.bytes, int(t.untyped_storage().nbytes()))
+        return out
