@@ -1,4 +1,4 @@
-"""Checks for 03_building_models: DeepMLP (T039) and fold_input_scale (T047)."""
+"""Checks for 03_building_models: DeepMLP (T039) and fold_normalize (T047)."""
 from __future__ import annotations
 
 import torch
@@ -8,31 +8,49 @@ from torch import nn
 from . import AssignmentChecks, Evidence, close, equal, expect, tensor, value
 
 CONFIGS = [[5, 7, 3, 0], [5, 7, 3, 1], [5, 7, 3, 2], [4, 9, 2, 3], [3, 6, 8, 6]]
-FOLD_CASES = [  # conv hyperparameters, has bias, scale, input H x W
-    (dict(in_channels=3, out_channels=8, kernel_size=3, padding=1), True, 1 / 255, (10, 10)),
-    (dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, padding=1, groups=2), False, 0.5, (9, 9)),
-    (dict(in_channels=3, out_channels=5, kernel_size=(3, 5), stride=(1, 2), padding=(1, 2)), True, 2.5, (7, 11)),
-    (dict(in_channels=2, out_channels=4, kernel_size=3, dilation=2, padding=2), True, -0.75, (9, 9)),
-    (dict(in_channels=6, out_channels=6, kernel_size=3, groups=3, padding=1), True, 1 / 255, (8, 8)),
-    (dict(in_channels=3, out_channels=2, kernel_size=1), False, 3.0, (5, 4)),
-    (dict(in_channels=1, out_channels=3, kernel_size=4, stride=3), True, 0.1, (13, 10)),
+FOLD_CASES = [  # conv hyperparameters, has bias, dtype, input H x W; zero padding only with padding 0
+    (dict(in_channels=3, out_channels=8, kernel_size=3), True, torch.float32, (10, 10)),
+    (dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, groups=2), False, torch.float32, (9, 9)),
+    (dict(in_channels=3, out_channels=5, kernel_size=(3, 5), stride=(1, 2)), True, torch.float32, (7, 11)),
+    (dict(in_channels=2, out_channels=4, kernel_size=3, dilation=2), True, torch.float32, (9, 9)),
+    (dict(in_channels=6, out_channels=6, kernel_size=3, groups=3), True, torch.float32, (8, 8)),
+    (dict(in_channels=6, out_channels=6, kernel_size=3, groups=6), False, torch.float32, (8, 8)),
+    (dict(in_channels=3, out_channels=2, kernel_size=1), False, torch.float32, (5, 4)),
+    (dict(in_channels=1, out_channels=3, kernel_size=4, stride=3), True, torch.float32, (13, 10)),
+    (dict(in_channels=4, out_channels=8, kernel_size=(2, 3), groups=4, dilation=(2, 1)), True, torch.float64, (9, 9)),
+    # padding that copies real pixels: the fold stays exact at the borders
+    (dict(in_channels=3, out_channels=4, kernel_size=3, padding=1, padding_mode="reflect"), True, torch.float32, (8, 8)),
+    (dict(in_channels=4, out_channels=6, kernel_size=3, padding=(2, 1), padding_mode="replicate", groups=2),
+     False, torch.float32, (7, 9)),
+    (dict(in_channels=2, out_channels=3, kernel_size=(3, 5), stride=2, padding=(1, 2), padding_mode="circular"),
+     True, torch.float32, (9, 10)),
 ]
-HYPER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups")
+ZERO_PADDED = [  # zero padding > 0 in some direction: the fold cannot be exact, ValueError expected
+    (dict(in_channels=3, out_channels=4, kernel_size=3, padding=1), True),
+    (dict(in_channels=4, out_channels=4, kernel_size=(1, 3), padding=(0, 1), groups=2), True),
+    (dict(in_channels=2, out_channels=2, kernel_size=3, stride=2, padding=(2, 0)), False),
+]
+HYPER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "padding_mode")
 
 
 def inputs() -> dict:
     g = torch.Generator().manual_seed(303)
     cases = []
-    for hyper, has_bias, scale, (h, w) in FOLD_CASES:
+    for hyper, has_bias, dtype, (h, w) in FOLD_CASES:
+        c = hyper["in_channels"]
         reference = nn.Conv2d(**hyper, bias=has_bias)
         cases.append({
-            "hyper": hyper, "scale": scale,
-            "weight": torch.randn(reference.weight.shape, generator=g) * 0.3,
-            "bias": torch.rand(hyper["out_channels"], generator=g) * 2 - 1 if has_bias else None,
-            "x": torch.randn(2, hyper["in_channels"], h, w, generator=g) * 10,
+            "hyper": hyper, "dtype": str(dtype).removeprefix("torch."),
+            "weight": (torch.randn(reference.weight.shape, generator=g) * 0.3).to(dtype),
+            "bias": (torch.rand(hyper["out_channels"], generator=g) * 2 - 1).to(dtype) if has_bias else None,
+            "mean": torch.rand(c, generator=g) * 160 + 40,    # raw pixel units, different per channel
+            "std": torch.rand(c, generator=g) * 50 + 15,
+            "x": torch.randint(0, 256, (2, c, h, w), generator=g).to(dtype),
         })
+    zero_padded = [{"hyper": hyper, "has_bias": has_bias, "mean": torch.rand(hyper["in_channels"], generator=g) * 200,
+                    "std": torch.rand(hyper["in_channels"], generator=g) * 50 + 15} for hyper, has_bias in ZERO_PADDED]
     return {"deep_mlp": {"configs": CONFIGS, "x": torch.randn(16, 9, generator=g)},
-            "fold_input_scale": {"cases": cases}}
+            "fold_normalize": {"cases": cases, "zero_padded": zero_padded}}
 
 
 # ---- DeepMLP ---------------------------------------------------------------------------------
@@ -105,51 +123,101 @@ def deep_mlp_forward(evidence: Evidence, inputs: dict) -> None:
         close(rec["output_eval"], expected, f"{name}: output in eval() mode")
 
 
-# ---- fold_input_scale ------------------------------------------------------------------------
+# ---- fold_normalize ----------------------------------------------------------------------------
 
-def _fold_runs(evidence: Evidence, inputs: dict):
-    results = evidence.probe("fold_input_scale")
-    cases = inputs["fold_input_scale"]["cases"]
-    expect(isinstance(results, list) and len(results) == len(cases), "fold_input_scale could not be probed")
-    for case, result in zip(cases, results):
-        rec = value(result, f"fold_input_scale for {case['hyper']}")
-        expect(rec["type_is_conv2d"] is True, f"fold_input_scale returned {rec['type_name']}, expected exactly nn.Conv2d")
+def _fold_runs(evidence: Evidence, inputs: dict, padded: bool | None = None):
+    """(case, record) for the fold cases; padded=True/False keeps only those with/without padding."""
+    results = evidence.probe("fold_normalize")
+    cases = inputs["fold_normalize"]["cases"]
+    expect(isinstance(results, dict) and isinstance(results.get("cases"), list)
+           and len(results["cases"]) == len(cases), "fold_normalize could not be probed")
+    for case, result in zip(cases, results["cases"]):
+        if padded is not None and _copies_pixels(case) != padded:
+            continue
+        rec = value(result, f"fold_normalize for {_describe(case)}")
+        expect(rec["type_is_conv2d"] is True, f"fold_normalize returned {rec['type_name']}, expected exactly nn.Conv2d")
         yield case, rec
 
 
-def _conv(case: dict, x, weight, bias) -> torch.Tensor:
-    ref = nn.Conv2d(**case["hyper"], bias=False)
-    return F.conv2d(x, weight, bias, ref.stride, ref.padding, ref.dilation, ref.groups)
+def _copies_pixels(case: dict) -> bool:
+    return case["hyper"].get("padding_mode", "zeros") != "zeros"
+
+
+def _describe(case: dict) -> str:
+    bias = "" if case["bias"] is not None else ", bias=False"
+    dtype = "" if case["dtype"] == "float32" else f", dtype={case['dtype']}"
+    return "Conv2d(" + ", ".join(f"{k}={v!r}" for k, v in case["hyper"].items()) + bias + dtype + ")"
+
+
+def _conv64(case: dict, weight, bias) -> nn.Conv2d:
+    """A float64 layer with the case's hyperparameters (padding mode included) and the given weights."""
+    layer = nn.Conv2d(**case["hyper"], bias=bias is not None, dtype=torch.float64)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        if bias is not None:
+            layer.bias.copy_(bias)
+    return layer
+
+
+def _check_case(case: dict, rec: dict) -> None:
+    what = f"fold_normalize({_describe(case)}, mean, std)"
+    ref = nn.Conv2d(**case["hyper"])
+    for attr in HYPER:
+        want = getattr(ref, attr)
+        want = list(want) if isinstance(want, tuple) else want
+        expect(rec["hyper"][attr] == want, f"{what}: {attr} is {rec['hyper'][attr]!r}, expected {want!r}")
+    expect(rec["bias"] is not None, f"{what}: the result has no bias; the mean shift has to go into one "
+                                    "(even when conv has no bias)")
+    x, mean, std = case["x"].double(), case["mean"].double().view(1, -1, 1, 1), case["std"].double().view(1, -1, 1, 1)
+    with torch.no_grad():
+        expected = _conv64(case, case["weight"], case["bias"])((x - mean) / std)
+        output = tensor(rec["output"], f"{what}: new(x)")
+        close(output.double(), expected, f"{what}: new(x) vs conv((x - mean) / std)", rtol=1e-4, atol=1e-4)
+        own = _conv64(case, tensor(rec["weight"], "the new weight"), tensor(rec["bias"], "the new bias"))(x)
+        close(own, expected, f"{what}: the returned layer's own weight and bias", rtol=1e-4, atol=1e-4)
 
 
 def fold_matches(evidence: Evidence, inputs: dict, cases: slice = slice(None)) -> None:
-    for case, rec in list(_fold_runs(evidence, inputs))[cases]:
-        what = f"fold_input_scale(conv {case['hyper']}, scale={case['scale']:.4g})"
-        ref = nn.Conv2d(**case["hyper"], bias=case["bias"] is not None)
-        for attr in HYPER:
-            want = getattr(ref, attr)
-            want = list(want) if isinstance(want, tuple) else want
-            expect(rec["hyper"][attr] == want, f"{what}: {attr} is {rec['hyper'][attr]}, expected {want}")
-        expect((rec["bias"] is None) == (case["bias"] is None), f"{what}: the result must have a bias exactly when conv has one")
-        expected = _conv(case, case["x"] * case["scale"], case["weight"], case["bias"])
-        close(rec["output"], expected, f"{what}: new(x) vs conv(x * scale)", rtol=1e-4, atol=1e-3)
-        own = _conv(case, case["x"], tensor(rec["weight"], "the new weight"),
-                    None if rec["bias"] is None else tensor(rec["bias"], "the new bias"))
-        close(own, expected, f"{what}: the returned layer's own weights", rtol=1e-4, atol=1e-3)
+    for case, rec in list(_fold_runs(evidence, inputs, padded=False))[cases]:
+        _check_case(case, rec)
+
+
+def fold_padding(evidence: Evidence, inputs: dict) -> None:
+    for case, rec in _fold_runs(evidence, inputs, padded=True):  # reflect / replicate / circular: exact
+        _check_case(case, rec)
+    outcomes = evidence.probe("fold_normalize")["zero_padded"]
+    cases = inputs["fold_normalize"]["zero_padded"]
+    expect(isinstance(outcomes, list) and len(outcomes) == len(cases), "fold_normalize could not be probed")
+    for case, outcome in zip(cases, outcomes):
+        call = "fold_normalize(Conv2d(" + ", ".join(f"{k}={v!r}" for k, v in case["hyper"].items()) + "), mean, std)"
+        expect(isinstance(outcome, dict), f"{call} could not be probed")
+        if "raised" in outcome:
+            names = outcome["raised"]
+            expect(isinstance(names, list) and "ValueError" in names,
+                   f"{call} raised {str(names[0] if names else '?')[:80]}, expected ValueError "
+                   f"(zero padding: the fold cannot be exact at the borders)")
+        else:
+            expect(False, f"{call} returned a {str(outcome.get('returned'))[:80]}; with zero padding the fold cannot "
+                          "be exact at the borders, so it should raise ValueError")
 
 
 def fold_safe(evidence: Evidence, inputs: dict) -> None:
     fold_matches(evidence, inputs, slice(0, 1))  # safe AND working: an empty new layer earns nothing
     for case, rec in _fold_runs(evidence, inputs):
-        what = f"fold_input_scale(conv {case['hyper']})"
+        what = f"fold_normalize({_describe(case)}, mean, std)"
         for moment in ("input_after_call", "input_after_edit"):
             equal(rec[moment]["weight"], case["weight"], f"{what}: the input conv's weight must not change")
+            expect((rec[moment]["bias"] is None) == (case["bias"] is None), f"{what}: the input conv's bias must not change")
             if case["bias"] is not None:
                 equal(rec[moment]["bias"], case["bias"], f"{what}: the input conv's bias must not change")
-        expect(rec["shares_objects"] is False, f"{what}: return a new layer with its own parameters")
+        equal(rec["mean_after"], case["mean"], f"{what}: mean must not change")
+        equal(rec["std_after"], case["std"], f"{what}: std must not change")
+        expect(rec["shares_objects"] is False, f"{what}: return a new layer with its own parameters (no shared tensors)")
         expect(rec["params_are_parameters"] is True, f"{what}: the weights should be nn.Parameters")
-        want = ["bias", "weight"] if case["bias"] is not None else ["weight"]
-        expect(rec["param_names"] == want, f"{what}: the result should have exactly the parameters {want}")
+        expect(rec["param_names"] == ["bias", "weight"], f"{what}: the result should have exactly the parameters "
+                                                         f"['bias', 'weight'], found {rec['param_names']}")
+        expect(rec["dtypes"] == [case["dtype"]] * 2, f"{what}: the result's parameters are {rec['dtypes']}, "
+                                                     f"expected conv's dtype {case['dtype']}")
 
 
 CHECKS = AssignmentChecks(
@@ -160,7 +228,8 @@ CHECKS = AssignmentChecks(
         "test_deep_mlp_registered": deep_mlp_registered,
         "test_deep_mlp_moves": deep_mlp_moves,
         "test_deep_mlp_forward": deep_mlp_forward,
-        "test_fold_input_scale_matches": fold_matches,
-        "test_fold_input_scale_safe": fold_safe,
+        "test_fold_normalize_matches": fold_matches,
+        "test_fold_normalize_padding": fold_padding,
+        "test_fold_normalize_safe": fold_safe,
     },
 )

@@ -51,39 +51,55 @@ def deep_mlp(namespace, inputs):
     return results
 
 
-def fold_input_scale(namespace, inputs):
-    fold = lookup(namespace, "fold_input_scale")
-    results = []
-    for case in inputs["cases"]:
-        def one(case=case):
-            conv = nn.Conv2d(**case["hyper"], bias=case["bias"] is not None)
-            with torch.no_grad():
-                conv.weight.copy_(case["weight"])
-                if conv.bias is not None:
-                    conv.bias.copy_(case["bias"])
-            new = fold(conv, case["scale"])
-            record = {"type_is_conv2d": type(new) is nn.Conv2d, "type_name": type(new).__name__}
-            if not isinstance(new, nn.Conv2d):
-                return record
-            record.update({
-                "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in
-                          (("in_channels", new.in_channels), ("out_channels", new.out_channels),
-                           ("kernel_size", new.kernel_size), ("stride", new.stride), ("padding", new.padding),
-                           ("dilation", new.dilation), ("groups", new.groups))},
-                "weight": plain(new.weight), "bias": None if new.bias is None else plain(new.bias),
-                "param_names": sorted(n for n, _ in new.named_parameters()),
-                "params_are_parameters": all(type(p) is nn.Parameter for p in new.parameters()),
-                "shares_objects": new is conv or new.weight is conv.weight
-                or (new.bias is not None and new.bias is conv.bias),
-                "output": attempt(lambda: plain(new(case["x"]))),
-                "input_after_call": {"weight": plain(conv.weight),
-                                     "bias": None if conv.bias is None else plain(conv.bias)},
-            })
-            with torch.no_grad():
-                for p in new.parameters():
-                    p.add_(1.0)
-            record["input_after_edit"] = {"weight": plain(conv.weight),
-                                          "bias": None if conv.bias is None else plain(conv.bias)}
-            return record
-        results.append(attempt(one))
-    return results
+def _conv_state(conv):
+    return {"weight": plain(conv.weight), "bias": None if conv.bias is None else plain(conv.bias)}
+
+
+def _fold_once(fold, case):
+    conv = nn.Conv2d(**case["hyper"], bias=case["bias"] is not None, dtype=getattr(torch, case["dtype"]))
+    with torch.no_grad():
+        conv.weight.copy_(case["weight"])
+        if conv.bias is not None:
+            conv.bias.copy_(case["bias"])
+    mean, std = case["mean"].clone(), case["std"].clone()
+    new = fold(conv, mean, std)
+    record = {"type_is_conv2d": type(new) is nn.Conv2d, "type_name": type(new).__name__}
+    if not isinstance(new, nn.Conv2d):
+        return record
+    mine = list(new.parameters())
+    theirs = [p for p in (conv.weight, conv.bias) if p is not None]
+    record.update({
+        "hyper": {k: list(v) if isinstance(v, tuple) else v for k, v in
+                  (("in_channels", new.in_channels), ("out_channels", new.out_channels),
+                   ("kernel_size", new.kernel_size), ("stride", new.stride), ("padding", new.padding),
+                   ("dilation", new.dilation), ("groups", new.groups), ("padding_mode", new.padding_mode))},
+        "weight": plain(new.weight), "bias": None if new.bias is None else plain(new.bias),
+        "param_names": sorted(n for n, _ in new.named_parameters()),
+        "dtypes": [str(p.dtype).removeprefix("torch.") for _, p in sorted(new.named_parameters())],
+        "params_are_parameters": all(type(p) is nn.Parameter for p in mine),
+        "shares_objects": new is conv or any(p is q or p.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+                                             for p in mine for q in theirs),
+        "output": attempt(lambda: plain(new(case["x"].to(new.weight.dtype)))),
+        "input_after_call": _conv_state(conv),
+        "mean_after": plain(mean), "std_after": plain(std),
+    })
+    with torch.no_grad():
+        for p in mine:
+            p.add_(1.0)
+    record["input_after_edit"] = _conv_state(conv)
+    return record
+
+
+def _fold_zero_padded(fold, case):
+    conv = nn.Conv2d(**case["hyper"], bias=case["has_bias"])
+    try:
+        new = fold(conv, case["mean"].clone(), case["std"].clone())
+    except BaseException as exc:  # the student's code may raise anything; the check wants ValueError
+        return {"raised": [c.__name__ for c in type(exc).__mro__]}
+    return {"returned": type(new).__name__}
+
+
+def fold_normalize(namespace, inputs):
+    fold = lookup(namespace, "fold_normalize")
+    return {"cases": [attempt(_fold_once, fold, case) for case in inputs["cases"]],
+            "zero_padded": [attempt(_fold_zero_padded, fold, case) for case in inputs["zero_padded"]]}

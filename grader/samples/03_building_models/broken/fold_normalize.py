@@ -1,2 +1,2 @@
-def fold_input_scale(conv, scale):
+def fold_normalize(conv, mean, std):
     raise RuntimeError("not finished")
