@@ -16,6 +16,9 @@ of the caching allocator instead:
 Every call and every free is logged in order in ``sim.events``, so a check can tell what a
 workflow did and when. A real GPU carves blocks out of 2 MiB and 20 MiB segments, so its reserved
 figures are larger and coarser; the order of the steps is what carries over.
+
+``simulate_cuda_rng()`` (at the end) does the same for the random number generators: a machine
+with several GPUs, so that code saving and restoring every GPU's generator can be checked on a CPU.
 """
 from __future__ import annotations
 
@@ -98,6 +101,91 @@ def simulate_cuda(cached_bytes: int = 0):
             if module is not None and hasattr(module, name):
                 saved.append((module, name, getattr(module, name)))
                 setattr(module, name, getattr(sim, name))
+    try:
+        yield sim
+    finally:
+        for module, name, original in reversed(saved):
+            setattr(module, name, original)
+
+
+# ---- random number generators ----------------------------------------------------------------
+# Replaced while simulating generators, in torch.cuda and wherever torch.cuda.random imported
+# them by name. With is_initialized() True, torch's lazy CUDA start-up runs each call at once.
+_RNG_API = ("is_available", "is_initialized", "device_count", "current_device", "set_device",
+            "_exchange_device", "_maybe_exchange_device")
+
+
+class SimulatedCudaRng:
+    """A machine with several GPUs, as far as torch.cuda's random number API can tell.
+
+    Each device's generator is a CPU ``torch.Generator`` standing in for the GPU's one (its state is
+    a uint8 tensor, as on a GPU, though longer), installed as ``torch.cuda.default_generators``. So
+    torch's own ``torch.cuda.get_rng_state(i)``, ``set_rng_state``, the ``_all`` forms,
+    ``manual_seed_all``, ``initial_seed``, ``torch.cuda.device(i)`` and ``torch.random.fork_rng`` all
+    run unchanged on them. Drawing on the "GPU" means drawing from ``sim.generators[i]``."""
+
+    def __init__(self, generators: list[torch.Generator]):
+        self.generators = tuple(generators)
+        self.current = 0
+
+    def draw(self, n: int) -> list[torch.Tensor]:
+        """``n`` uniform numbers from every device's generator (moves each one on)."""
+        return [torch.rand(n, generator=g) for g in self.generators]
+
+    def states(self) -> list[torch.Tensor]:
+        return [g.get_state() for g in self.generators]
+
+    def _index(self, device) -> int:
+        if isinstance(device, int):
+            return device
+        index = torch.device(device).index
+        return self.current if index is None else index
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return len(self.generators)
+
+    def current_device(self) -> int:
+        return self.current
+
+    def set_device(self, device) -> None:
+        self._exchange_device(self._index(device))
+
+    def _exchange_device(self, index: int) -> int:  # what torch.cuda.device(i) calls on entry and exit
+        if index < 0:
+            return -1
+        if index >= len(self.generators):
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index} (simulated)")
+        previous, self.current = self.current, index
+        return previous
+
+    _maybe_exchange_device = _exchange_device
+
+
+@contextlib.contextmanager
+def simulate_cuda_rng(devices: int = 2, generators: list[torch.Generator] | None = None):
+    """Serve torch.cuda's random number API from a ``SimulatedCudaRng`` with ``devices`` GPUs
+    (or one per generator given), each seeded differently; everything is restored on exit."""
+    if generators is None:
+        generators = [torch.Generator().manual_seed(1000 + i) for i in range(devices)]
+    sim = SimulatedCudaRng(generators)
+    saved = [(torch.cuda, "default_generators", torch.cuda.default_generators)]
+    torch.cuda.default_generators = sim.generators
+    for module in (torch.cuda, torch.cuda.random):
+        for name in _RNG_API:
+            if name in vars(module):
+                saved.append((module, name, getattr(module, name)))
+                setattr(module, name, getattr(sim, name))
+    accelerator = getattr(torch, "accelerator", None)
+    for name in ("is_available", "device_count", "current_device_index"):
+        if accelerator is not None and hasattr(accelerator, name):
+            saved.append((accelerator, name, getattr(accelerator, name)))
+            setattr(accelerator, name, getattr(sim, {"current_device_index": "current_device"}.get(name, name)))
     try:
         yield sim
     finally:

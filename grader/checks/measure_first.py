@@ -1,4 +1,4 @@
-"""Checks for 00_measure_first: seed_all (T002) and stable_softplus (T007)."""
+"""Checks for 00_measure_first: save_rng_states / restore_rng_states (T002) and stable_softplus (T007)."""
 from __future__ import annotations
 
 import random
@@ -8,41 +8,86 @@ import torch
 
 from . import AssignmentChecks, Evidence, close, equal, expect, tensor, value
 
-SEEDS = [123, 7, 2**32 - 1]
+# Seeds and draw counts for the rng_states probe: the global generators are seeded, moved on by
+# `pre` draws, then saved, drawn from and restored; two simulated GPUs start from `device_seeds`.
+RNG = {"seeds": [2024, 7, 123456789], "pre": 5, "n": 3, "junk": 4, "device_seeds": [101, 202], "device_pre": [3, 6]}
+LIBRARIES = {"random": "Python's random", "numpy": "NumPy's global generator", "torch": "torch's CPU generator"}
 
 
 def inputs() -> dict:
     x32 = torch.cat([torch.linspace(-80, 100, 4001), torch.tensor([0.0, 1e-8, -1e-8, -30, -20, 30, 88, 89, 100])])
     x64 = torch.linspace(-700, 1000, 120, dtype=torch.float64).reshape(2, 3, 20)
     small = torch.tensor([[-40.0, -1e-3, 0.0], [1e-3, 5.0, 20.5]], dtype=torch.float64)
-    return {"seed_all": {"seeds": SEEDS}, "stable_softplus": {"xs": [x32, x64, small]}}
+    return {"rng_states": RNG, "stable_softplus": {"xs": [x32, x64, small]}}
 
 
-def seed_reproducible(evidence: Evidence, inputs: dict) -> None:
-    data = evidence.probe("seed_all")
-    for seed, rec in zip(SEEDS, data["reproducible"], strict=True):
-        rec = value(rec, f"seed_all({seed})")
-        for key in ("random", "randint", "numpy", "torch", "torch_int"):
-            a, b = rec["first"][key], rec["second"][key]
-            if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-                equal(b, tensor(a, key), f"after seed_all({seed}) twice, the {key} draws differ")
-            else:
-                expect(a == b, f"after seed_all({seed}) twice, the {key} draws differ")
-    for seed, rec in zip(SEEDS, data["fresh"], strict=True):
-        rec = value(rec, f"seed_all({seed})")
-        expect(rec["random"] == random.Random(seed).random(), f"seed_all({seed}) does not seed Python's random")
-        equal(rec["numpy"], torch.from_numpy(np.random.RandomState(seed).rand(4)),
-              f"seed_all({seed}) does not seed NumPy's global generator")
-        equal(rec["torch"], torch.rand(4, generator=torch.Generator().manual_seed(seed)),
-              f"seed_all({seed}) does not seed torch")
+def _draws(py, npr, gen, n):
+    """The probe's draws, repeated here on generators the check owns."""
+    return {"random": [py.random() for _ in range(n)] + [py.gauss(0.0, 1.0)],
+            "numpy": npr.rand(n).tolist() + npr.randn(n).tolist(),
+            "torch": torch.rand(n, generator=gen).tolist() + torch.randn(n, generator=gen).tolist()}
 
 
-def seed_deterministic(evidence: Evidence, inputs: dict) -> None:
-    flags = value(evidence.probe("seed_all")["flags"], "seed_all(0, deterministic=...)")
-    expect(flags["on"] == [True, True, False], "deterministic=True must switch on torch.use_deterministic_algorithms "
-           "and cudnn.deterministic, and switch the cuDNN autotuner (benchmark) off")
-    expect(flags["off"] == [False, False], "deterministic=False must switch deterministic mode off again")
-    expect(flags["default"] == [False, False], "the default must be deterministic=False")
+def _blocks(*counts) -> list[dict]:
+    """Successive blocks of draws from freshly seeded generators: what each library draws next."""
+    a, b, c = RNG["seeds"]
+    generators = random.Random(a), np.random.RandomState(b), torch.Generator().manual_seed(c)
+    return [_draws(*generators, k) for k in counts]
+
+
+def _compare(got, want: dict, problem: str) -> None:
+    expect(type(got) is dict, "the grader received no draws")
+    for key, name in LIBRARIES.items():
+        expect(got.get(key) == want[key], problem.format(name))
+
+
+def rng_restore(evidence: Evidence, inputs: dict) -> None:
+    rec = value(evidence.probe("rng_states")["restored"], "save_rng_states / restore_rng_states (on a machine "
+                "without a GPU)")
+    expect(rec["is_dict"] is True, f"save_rng_states() should return a dict, got {str(rec['type'])[:60]}")
+    want = _blocks(RNG["pre"], RNG["n"])[1]
+    _compare(rec["after_save"], want, "save_rng_states() changed what {} draws next: saving must only read the states")
+    _compare(rec["after_restore"], want, "after restore_rng_states(s), {} does not repeat the draws that followed "
+             "s = save_rng_states()")
+
+
+def rng_snapshot(evidence: Evidence, inputs: dict) -> None:
+    data = evidence.probe("rng_states")
+    blocks = _blocks(RNG["pre"], RNG["n"], RNG["n"])
+    once, twice = value(data["twice"], "restoring one snapshot twice")
+    _compare(once, blocks[1], "after restore_rng_states(s), {} does not repeat the draws that followed "
+             "s = save_rng_states()")
+    _compare(twice, blocks[1], "restoring the same snapshot a second time does not bring {} back: "
+             "restore_rng_states must not use up or change the snapshot")
+    first, second = value(data["independent"], "two snapshots taken one after the other")
+    _compare(first, blocks[1], "with two snapshots taken at different points, restoring the first does not bring {} "
+             "back to the first point: each save_rng_states() call must return a new, independent snapshot")
+    _compare(second, blocks[2], "with two snapshots taken at different points, restoring the second does not bring "
+             "{} back to the second point")
+    deep, pickled = value(data["copies"], "restoring a copied snapshot (copy.deepcopy, pickle)")
+    _compare(deep, blocks[1], "restoring a copy.deepcopy of the snapshot does not bring {} back")
+    _compare(pickled, blocks[1], "restoring a snapshot that went through pickle (as it does in a checkpoint file) "
+             "does not bring {} back")
+
+
+def rng_all_gpus(evidence: Evidence, inputs: dict) -> None:
+    rec = value(evidence.probe("rng_states")["gpus"], "save_rng_states / restore_rng_states on a simulated machine "
+                "with two GPUs")
+    want = []
+    for seed, k in zip(RNG["device_seeds"], RNG["device_pre"], strict=True):
+        g = torch.Generator().manual_seed(seed)
+        torch.rand(k, generator=g)
+        want.append(torch.rand(RNG["n"], generator=g).tolist())
+    expect(len(rec["after_save"]) == len(rec["after_restore"]) == len(want), "the grader received no draws")
+    for i, (got, expected) in enumerate(zip(rec["after_save"], want)):
+        expect(got == expected, f"on a simulated machine with two GPUs, save_rng_states() changed what GPU {i}'s "
+               "generator draws next: saving must only read the states")
+    wrong = [i for i, (got, expected) in enumerate(zip(rec["after_restore"], want)) if got != expected]
+    expect(len(wrong) < len(want), "on a simulated machine with two GPUs, no GPU's generator repeats its draws after "
+           "restore_rng_states(s): when CUDA is available, save and restore the generator of every GPU")
+    expect(not wrong, f"on a simulated machine with two GPUs, GPU {wrong[0] if wrong else ''}'s generator does not "
+           "repeat its draws after restore_rng_states(s): save and restore the generator of every GPU, not only the "
+           "current one")
 
 
 def softplus(evidence: Evidence, inputs: dict, cases: slice) -> None:
@@ -66,8 +111,9 @@ CHECKS = AssignmentChecks(
     probe_module="measure_first",
     inputs=inputs,
     tests={
-        "test_seed_all_reproducible": seed_reproducible,
-        "test_seed_all_deterministic": seed_deterministic,
+        "test_rng_states_restore": rng_restore,
+        "test_rng_states_snapshot": rng_snapshot,
+        "test_rng_states_all_gpus": rng_all_gpus,
         "test_stable_softplus_float32": lambda ev, inp: softplus(ev, inp, slice(0, 1)),
         "test_stable_softplus_float64": lambda ev, inp: softplus(ev, inp, slice(1, 3)),
     },

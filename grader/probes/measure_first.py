@@ -1,48 +1,93 @@
 """Probes for 00_measure_first (run in the sandbox; see common.py)."""
+import copy
+import pickle
 import random
 
 import numpy as np
 import torch
 
+from utils.simulated_cuda import simulate_cuda_rng  # bound before any student code runs
 
-def _draws():
-    return {"random": random.random(), "randint": random.randint(0, 10**6), "numpy": torch.from_numpy(np.random.rand(3)),
-            "torch": torch.rand(3), "torch_int": torch.randint(0, 100, (3,))}
+# The global generators, and what draws from them, bound before any student code runs.
+_py, _np, _cpu = random._inst, np.random.mtrand._rand, torch.default_generator
+_Generator, _rand, _randn = torch.Generator, torch.rand, torch.randn
+_deepcopy, _dumps, _loads = copy.deepcopy, pickle.dumps, pickle.loads
 
 
-def seed_all(namespace, inputs):
-    fn = lookup(namespace, "seed_all")
+def _draws(n):
+    """n draws from each global generator, plus normal ones (their cached values are state too).
+    The check repeats exactly these calls on freshly seeded generators of its own."""
+    return {"random": [_py.random() for _ in range(n)] + [_py.gauss(0.0, 1.0)],
+            "numpy": _np.rand(n).tolist() + _np.randn(n).tolist(),
+            "torch": _rand(n, generator=_cpu).tolist() + _randn(n, generator=_cpu).tolist()}
 
-    def reproducible(seed):
-        fn(seed)
-        first = _draws()
-        random.random(), np.random.rand(5), torch.rand(5)  # draws in between must not matter
-        fn(seed)
-        return {"first": first, "second": _draws()}
 
-    def against_fresh_generators(seed):
-        fn(seed)
-        return {"random": random.random(), "numpy": torch.from_numpy(np.random.rand(4)), "torch": torch.rand(4)}
+def rng_states(namespace, inputs):
+    save, restore = lookup(namespace, "save_rng_states"), lookup(namespace, "restore_rng_states")
+    seeds, pre, n, junk = inputs["seeds"], inputs["pre"], inputs["n"], inputs["junk"]
 
-    def flags():
-        cudnn, out = torch.backends.cudnn, {}
-        try:
-            cudnn.benchmark = True
-            fn(0, deterministic=True)
-            out["on"] = [torch.are_deterministic_algorithms_enabled(), cudnn.deterministic, cudnn.benchmark]
-            fn(0, deterministic=False)
-            out["off"] = [torch.are_deterministic_algorithms_enabled(), cudnn.deterministic]
-            fn(0, deterministic=True)
-            fn(0)
-            out["default"] = [torch.are_deterministic_algorithms_enabled(), cudnn.deterministic]
-        finally:
-            torch.use_deterministic_algorithms(False)
-            cudnn.deterministic, cudnn.benchmark = False, False
-        return out
+    def start():  # seeded global generators, moved on a little (a run in progress)
+        _py.seed(seeds[0])
+        _np.seed(seeds[1])
+        _cpu.manual_seed(seeds[2])
+        _draws(pre)
 
-    return {"reproducible": [attempt(reproducible, s) for s in inputs["seeds"]],
-            "fresh": [attempt(against_fresh_generators, s) for s in inputs["seeds"]],
-            "flags": attempt(flags)}
+    def restored():
+        start()
+        states = save()
+        after_save = _draws(n)
+        _draws(junk)
+        restore(states)
+        return {"type": type(states).__name__, "is_dict": isinstance(states, dict), "after_save": after_save,
+                "after_restore": _draws(n)}
+
+    def twice():
+        start()
+        states = save()
+        _draws(junk)
+        restore(states)
+        first = _draws(n)
+        _draws(junk)
+        restore(states)
+        return [first, _draws(n)]
+
+    def independent():
+        start()
+        first = save()
+        _draws(n)
+        second = save()
+        _draws(junk)
+        restore(first)
+        again_first = _draws(n)
+        restore(second)
+        return [again_first, _draws(n)]
+
+    def copies():
+        start()
+        states = save()
+        _draws(junk)
+        restore(_deepcopy(states))
+        from_deepcopy = _draws(n)
+        _draws(junk)
+        restore(_loads(_dumps(states)))
+        return [from_deepcopy, _draws(n)]
+
+    def gpus():  # two simulated GPUs; the probe keeps its own references to their generators
+        generators = [_Generator().manual_seed(s) for s in inputs["device_seeds"]]
+        with simulate_cuda_rng(generators=generators):
+            start()
+            for g, k in zip(generators, inputs["device_pre"], strict=True):
+                _rand(k, generator=g)
+            states = save()
+            after_save = [_rand(n, generator=g).tolist() for g in generators]
+            for g in generators:
+                _rand(junk, generator=g)
+            restore(states)
+            after_restore = [_rand(n, generator=g).tolist() for g in generators]
+        return {"after_save": after_save, "after_restore": after_restore}
+
+    return {name: attempt(step) for name, step in (("restored", restored), ("twice", twice),
+                                                   ("independent", independent), ("copies", copies), ("gpus", gpus))}
 
 
 def stable_softplus(namespace, inputs):

@@ -1,0 +1,2 @@
+def stable_softplus(x):
+    raise NotImplementedError("todo")
