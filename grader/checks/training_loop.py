@@ -1,18 +1,38 @@
-"""Checks for 04_training_loop: train_epoch (T054/T055) and param_groups_no_decay (T061)."""
+"""Checks for 04_training_loop: train_epoch (T054/T055) and train_accumulated (T054-T056)."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from . import AssignmentChecks, Evidence, close, expect, probe_definitions, value
+from . import AssignmentChecks, Evidence, close, expect, probe_definitions, uses, value
 
-SHARED = probe_definitions("training_loop")  # ARCHITECTURES, LOSSES, MODELS: one definition for both sides
-ARCHITECTURES, LOSSES = SHARED["ARCHITECTURES"], SHARED["LOSSES"]
+SHARED = probe_definitions("training_loop")  # ARCHITECTURES, LOSSES, OPTIMIZERS: one definition for both sides
+ARCHITECTURES, LOSSES, OPTIMIZERS = SHARED["ARCHITECTURES"], SHARED["LOSSES"], SHARED["OPTIMIZERS"]
 #        arch,        loss,            lr,  momentum, batches, batch, generator, stale grads
 CASES = [("tanh_mlp", "cross_entropy", 0.1, 0.0, 6, 5, True, False),
          ("relu_mlp", "cross_entropy", 0.2, 0.9, 5, 8, False, False),
          ("linear", "mse", 0.1, 0.0, 4, 4, False, True)]
-GROUP_CASES = [("cnn", 0.1), ("tied", 0.05), ("no_vectors", 0.01)]
+# train_accumulated: arch, loss, optimizer, its options, micro-batch sizes, accumulate, generator, stale grads
+ACC_CASES = [("tanh_mlp", "cross_entropy", "sgd", {"lr": 0.1}, [4] * 6, 3, True, False),          # equal sizes
+             ("relu_mlp", "cross_entropy", "sgd", {"lr": 0.05, "momentum": 0.9}, [5] * 4, 4, False, False),
+             ("linear", "mse", "sgd", {"lr": 0.1}, [4] * 3, 1, False, False),                     # accumulate=1
+             ("linear", "mse", "adam", {"lr": 0.05}, [3, 5, 2, 4, 6, 1, 7], 3, False, True),       # uneven, partial, stale
+             ("tanh_mlp", "cross_entropy", "adam", {"lr": 0.02}, [2, 6, 3], 5, True, True),        # one partial group
+             ("relu_mlp", "mse", "sgd", {"lr": 0.05, "momentum": 0.9}, [6, 2, 2, 6, 3], 2, False, False)]
+EQUAL, UNEVEN = slice(0, 3), slice(3, 6)
+FULL_GROUPS = [i for i, (*_, sizes, k, _, _) in enumerate(ACC_CASES) if len(sizes) >= k]  # syncs, graphs counted here
+# Ways to hide calls from the probe's function mode (switch modes off, pop them): no training loop needs them.
+MODE_ESCAPES = {"DisableTorchFunction", "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily",
+                "_set_torch_function_state", "_TorchFunctionState", "_set_skip_next_torch_function",
+                "_skip_one_hop_torch_function"}
+
+
+def _micro_batches(g: torch.Generator, model: nn.Module, loss: str, sizes: list[int]) -> list:
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    n_in, n_out = linears[0].in_features, linears[-1].out_features
+    return [(torch.randn(n, n_in, generator=g),
+             torch.randint(0, n_out, (n,), generator=g) if loss == "cross_entropy" else torch.randn(n, n_out, generator=g))
+            for n in sizes]
 
 
 def inputs() -> dict:
@@ -21,18 +41,18 @@ def inputs() -> dict:
     for arch, loss, lr, momentum, n, batch, generator, stale in CASES:
         torch.manual_seed(len(cases))
         model = ARCHITECTURES[arch]()
-        first = next(m for m in model.modules() if isinstance(m, nn.Linear))
-        last = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
-        batches = []
-        for _ in range(n):
-            x = torch.randn(batch, first.in_features, generator=g)
-            y = (torch.randint(0, last.out_features, (batch,), generator=g) if loss == "cross_entropy"
-                 else torch.randn(batch, last.out_features, generator=g))
-            batches.append((x, y))
         cases.append({"arch": arch, "loss": loss, "lr": lr, "momentum": momentum, "generator": generator,
-                      "stale_grads": stale, "batches": batches,
+                      "stale_grads": stale, "batches": _micro_batches(g, model, loss, [batch] * n),
                       "state": {k: v.clone() for k, v in model.state_dict().items()}})
-    return {"train_epoch": {"cases": cases}, "param_groups_no_decay": {"cases": GROUP_CASES}}
+    acc_cases = []
+    for arch, loss, optimizer, options, sizes, accumulate, generator, stale in ACC_CASES:
+        torch.manual_seed(100 + len(acc_cases))
+        model = ARCHITECTURES[arch]()
+        acc_cases.append({"arch": arch, "loss": loss, "optimizer": optimizer, "options": options,
+                          "accumulate": accumulate, "generator": generator, "stale_grads": stale,
+                          "batches": _micro_batches(g, model, loss, sizes),
+                          "state": {k: v.clone() for k, v in model.state_dict().items()}})
+    return {"train_epoch": {"cases": cases}, "train_accumulated": {"cases": acc_cases}}
 
 
 def _reference(case: dict) -> tuple[list[float], dict]:
@@ -91,48 +111,115 @@ def _same_weights(run: dict, state: dict, what: str) -> None:
               "gradients before every backward()", rtol=1e-4, atol=1e-5)
 
 
-# ---- param_groups_no_decay ---------------------------------------------------------------------
+# ---- train_accumulated -------------------------------------------------------------------------
 
-def _expected_groups(model_name: str) -> tuple[list[str], list[str]]:
-    model = SHARED["MODELS"][model_name]()
-    decay, no_decay, seen = [], [], set()
-    for name, p in model.named_parameters():
-        if p.requires_grad and id(p) not in seen:
-            seen.add(id(p))
-            (decay if p.ndim >= 2 else no_decay).append(name)
-    return decay, no_decay
+def _groups(case: dict) -> list[list]:
+    k = case["accumulate"]
+    return [case["batches"][i:i + k] for i in range(0, len(case["batches"]), k)]
 
 
-def _group_results(evidence: Evidence, inputs: dict):
-    results = evidence.probe("param_groups_no_decay")
-    for (model_name, wd), result in zip(inputs["param_groups_no_decay"]["cases"], results, strict=True):
-        what = f"param_groups_no_decay({model_name} model, {wd})"
-        result = value(result, what)
-        expect(result["type"] == "list", f"{what} returned {result['type']}, expected a list of two dicts")
-        expect(len(result["groups"]) == 2, f"{what}: expected exactly two groups, got {len(result['groups'])}")
-        expect(all(isinstance(g, dict) for g in result["groups"]), f"{what}: each group must be a dict with a 'params' list")
-        yield model_name, wd, result["groups"], what
+def _accumulated_reference(case: dict) -> tuple[list[float], dict]:
+    """One optimizer step per group, on the group's micro-batches concatenated: what accumulation must equal."""
+    model = ARCHITECTURES[case["arch"]]()
+    model.load_state_dict(case["state"])
+    optimizer = OPTIMIZERS[case["optimizer"]](model.parameters(), **case["options"])
+    loss_fn, losses = LOSSES[case["loss"]](), []
+    for group in _groups(case):
+        optimizer.zero_grad()
+        loss = loss_fn(model(torch.cat([x for x, _ in group])), torch.cat([y for _, y in group]))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, model.state_dict()
 
 
-def groups_split(evidence: Evidence, inputs: dict) -> None:
-    for model_name, wd, groups, what in list(_group_results(evidence, inputs))[:1]:
-        _compare(model_name, wd, groups, what)
+def _acc_runs(evidence: Evidence, inputs: dict, cases: slice | list[int]):
+    data = evidence.probe("train_accumulated")
+    pairs = list(zip(inputs["train_accumulated"]["cases"], data["runs"], strict=True))
+    for case, run in (pairs[cases] if isinstance(cases, slice) else [pairs[i] for i in cases]):
+        sizes = [len(x) for x, _ in case["batches"]]
+        what = (f"train_accumulated on a {case['arch']} with {OPTIMIZERS[case['optimizer']].__name__}, micro-batches of "
+                f"{sizes} samples, accumulate={case['accumulate']}"
+                + (", stale gradients present before the call" if case["stale_grads"] else ""))
+        yield case, value(run, what), what
 
 
-def groups_edges(evidence: Evidence, inputs: dict) -> None:
-    for model_name, wd, groups, what in list(_group_results(evidence, inputs))[1:]:
-        _compare(model_name, wd, groups, what)
+def _floats(case: dict, run: dict, what: str) -> None:
+    steps = len(_groups(case))
+    expect(run["type"] == "list", f"{what} returned {run['type']}, expected a list")
+    expect(len(run["items"]) == steps, f"{what}: {len(run['items'])} losses, expected one per optimizer step "
+           f"({steps}: every {case['accumulate']} micro-batches, and one for a shorter last group)")
+    bad = [v for v in run["items"] if type(v) is not float]
+    expect(not bad, f"{what}: every loss must be a plain Python float (call .item() once per step), found {bad[:3]}")
 
 
-def _compare(model_name, wd, groups, what) -> None:
-    decay, no_decay = _expected_groups(model_name)
-    expect(groups[0]["weight_decay"] == wd and groups[1]["weight_decay"] == 0.0,
-           f"{what}: group 0 needs weight_decay={wd}, group 1 weight_decay=0.0")
-    for group, want, kind in ((groups[0], decay, "weights (ndim >= 2)"), (groups[1], no_decay, "biases and norm parameters")):
-        expect(len(group["params"]) == len(set(group["params"])), f"{what}: a parameter appears twice")
-        expect(sorted(group["params"]) == sorted(want),
-               f"{what}: the group for {kind} holds {sorted(group['params'])}, expected {sorted(want)} "
-               "(trainable parameters only, tied weights once)")
+def _matches(evidence: Evidence, inputs: dict, cases: slice, rule: str) -> None:
+    for case, run, what in _acc_runs(evidence, inputs, cases):
+        _floats(case, run, what)
+        losses, state = _accumulated_reference(case)
+        close(torch.tensor(run["items"], dtype=torch.float64), torch.tensor(losses, dtype=torch.float64),
+              f"{what}: the losses (each the mean loss over the group's samples, before its step)", rtol=1e-4, atol=1e-5)
+        expect(sorted(run["state"]) == sorted(state), f"{what}: the model's parameters changed names")
+        for key, expected in state.items():
+            close(run["state"][key], expected, f"{what}: final weights ({key}) differ from one optimizer step per "
+                  f"group on the group's micro-batches concatenated ({rule})", rtol=1e-4, atol=1e-5)
+
+
+def accumulated_reference(evidence: Evidence, inputs: dict) -> None:
+    _matches(evidence, inputs, EQUAL, "one reset before the group, its micro-batches' losses scaled by their share")
+    empty = value(evidence.probe("train_accumulated")["empty"], "train_accumulated with no micro-batches")
+    expect(empty == ["list", 0], "train_accumulated with no micro-batches should return []")
+
+
+def accumulated_uneven(evidence: Evidence, inputs: dict) -> None:
+    _matches(evidence, inputs, UNEVEN, "each micro-batch's loss weighted by its share of the group's samples, "
+             "a step for the shorter last group, and gradients from before the call discarded")
+
+
+def _did_the_work(case: dict, run: dict, what: str) -> None:
+    """The loop ran (one loss per micro-batch, at most one step per group, a first loss that is a
+    real loss of the first group), so that counting its reads or its graphs means something; the
+    other tests judge the gradients and the values."""
+    expect(run["type"] == "list" and run["items"] and type(run["items"][0]) is float,
+           f"{what}: expected a list of float losses, got {run['type']} {run['items'][:3]}")
+    expect(run["loss_calls"] == len(case["batches"]),
+           f"{what}: loss_fn was called {run['loss_calls']} times, expected once per micro-batch ({len(case['batches'])})")
+    expect(1 <= run["steps"] <= len(_groups(case)),
+           f"{what}: optimizer.step() ran {run['steps']} times, expected once per group ({len(_groups(case))})")
+    model = ARCHITECTURES[case["arch"]]()
+    model.load_state_dict(case["state"])
+    with torch.no_grad():
+        micro = [LOSSES[case["loss"]]()(model(x), y).item() for x, y in _groups(case)[0]]
+    low, high = min(micro) - 1e-4 * abs(min(micro)) - 1e-5, max(micro) + 1e-4 * abs(max(micro)) + 1e-5
+    expect(low <= run["items"][0] <= high, f"{what}: the first loss is {run['items'][0]:.6g}, not an average of "
+           f"the first group's micro-batch losses ({', '.join(f'{v:.6g}' for v in micro)})")
+
+
+def accumulated_syncs(evidence: Evidence, inputs: dict) -> None:
+    escapes = sorted(set().union(*(uses(source, MODE_ESCAPES) for source in evidence.sources.values())))
+    expect(not escapes, f"the answers reach into torch's function-override machinery ({', '.join(escapes)}), "
+           "so their host reads cannot be counted: a training loop does not need it")
+    for case, run, what in _acc_runs(evidence, inputs, FULL_GROUPS):
+        _did_the_work(case, run, what)
+        expect(run["intact"] and run["linear"] >= len(case["batches"]),
+               f"{what}: the grader could not watch the tensor operations of the call (leave torch's modes alone)")
+        steps = len(_groups(case))
+        copies = [r for r in run["reads"] if r in ("cpu", "to(cpu)")]
+        values = [r for r in run["reads"] if r not in ("cpu", "to(cpu)")]
+        expect(len(values) <= steps, f"{what}: {len(values)} reads of a tensor's value on the host "
+               f"({', '.join(sorted(set(values)))}) for {steps} optimizer steps; each one waits for the GPU. Keep the "
+               "running loss on the device (add loss.detach() to it) and read it once per step")
+        expect(len(copies) <= steps, f"{what}: {len(copies)} copies to the CPU for {steps} optimizer steps; each one "
+               "waits for the GPU. Keep the running loss on the device and read it once per step")
+
+
+def accumulated_graphs(evidence: Evidence, inputs: dict) -> None:
+    for case, run, what in _acc_runs(evidence, inputs, FULL_GROUPS):
+        _did_the_work(case, run, what)
+        where, alive = run["kept"][0] if run["kept"] else ("", [])
+        expect(not alive, f"{what}: at {where}, the autograd graphs of earlier micro-batches "
+               f"({', '.join(str(i + 1) for i in alive)}) were still alive. Add loss.detach() to the running loss "
+               "(not the loss itself), and backpropagate each micro-batch before computing the next one")
 
 
 CHECKS = AssignmentChecks(
@@ -143,7 +230,9 @@ CHECKS = AssignmentChecks(
         "test_train_epoch_floats": train_epoch_floats,
         "test_train_epoch_reference": train_epoch_reference,
         "test_train_epoch_reset": train_epoch_reset,
-        "test_param_groups_split": groups_split,
-        "test_param_groups_edge_cases": groups_edges,
+        "test_train_accumulated_reference": accumulated_reference,
+        "test_train_accumulated_uneven": accumulated_uneven,
+        "test_train_accumulated_syncs": accumulated_syncs,
+        "test_train_accumulated_graphs": accumulated_graphs,
     },
 )

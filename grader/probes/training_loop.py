@@ -34,45 +34,133 @@ def train_epoch(namespace, inputs):
                    nn.MSELoss())))}
 
 
-class _Tied(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(10, 6)
-        self.frozen = nn.Linear(6, 6)
-        self.frozen.requires_grad_(False)
-        self.norm = nn.LayerNorm(6)
-        self.scale = nn.Parameter(torch.ones(6))
-        self.out = nn.Linear(6, 10, bias=False)
-        self.out.weight = self.embed.weight
+# ---- train_accumulated -------------------------------------------------------------------------
+# Bound now: probes load before any student code, so these are the real objects.
+OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
+_push_mode, _pop_mode = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
+_mode_depth, _mode_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
+_weakref, _collect, _Device = __import__("weakref").ref, __import__("gc").collect, torch.device
+_getattr, _type, _any, _len = getattr, type, any, len
+# What the log reports: calls that read a tensor's value on the host (the trusted check decides
+# which of them count as a synchronization).
+HOST_READS = {"item", "tolist", "numpy", "__array__", "__float__", "__int__", "__index__", "__complex__",
+              "__bool__", "__format__", "__repr__", "__str__", "untyped_storage", "data_ptr", "cpu"}
 
 
-MODELS = {
-    "cnn": lambda: nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
-                                 nn.Linear(4 * 6 * 6, 8), nn.LayerNorm(8), nn.Linear(8, 2)),
-    "tied": _Tied,
-    "no_vectors": lambda: nn.Linear(5, 3, bias=False),
-}
+class _HostLog(_TorchFunctionMode):
+    """Logs the host reads the student's code makes (not those inside optimizer.step)."""
+
+    def __init__(self):  # (TorchFunctionMode's own __init__ does nothing)
+        self.reads, self.linear, self.paused = [], 0, False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self.paused:
+            name = _getattr(func, "__name__", "")
+            if name in HOST_READS:
+                self.reads.append(name)
+            elif name == "to" and _copies_to_host(args, kwargs):
+                self.reads.append("to(cpu)")
+            elif name == "linear":
+                self.linear += 1
+        return func(*args, **kwargs)
 
 
-def param_groups_no_decay(namespace, inputs):
-    fn = lookup(namespace, "param_groups_no_decay")
+def _copies_to_host(args, kwargs):
+    """`.to("cpu")`, or a scalar (a loss) sent to a CPU device. Not `inputs.to(device)`: moving data to
+    the model's device is no read, and here that device is the CPU too."""
+    targets = (*args[1:], *kwargs.values())
+    scalar = _len(args) > 0 and _type(args[0]) in (torch.Tensor, nn.Parameter) and args[0].dim() == 0
+    return _any((_type(t) is str and t.startswith("cpu")) or (scalar and _type(t) is _Device and t.type == "cpu")
+                for t in targets)
 
-    def one(model_name, weight_decay):
-        model = MODELS[model_name]()
-        names = {}
-        for name, p in model.named_parameters(remove_duplicate=False):
-            names.setdefault(id(p), name)
-        groups = fn(model, weight_decay)
-        if type(groups) is not list:
-            return {"type": type(groups).__name__}
-        out = []
-        for group in groups:
-            if type(group) is not dict or not isinstance(group.get("params"), (list, tuple)):
-                out.append("<not a dict with a params list>")
-                continue
-            out.append({"weight_decay": float(group.get("weight_decay", float("nan"))),
-                        "params": [names.get(id(p), "<unknown tensor>") for p in group["params"]],
-                        "keys": sorted(str(k) for k in group)})
-        return {"type": "list", "groups": out}
 
-    return [attempt(one, name, wd) for name, wd in inputs["cases"]]
+class _Token:
+    """Held by one loss's graph node: it lives exactly as long as that autograd graph."""
+
+
+class _Tag(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, loss, token):
+        ctx.token = token
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+_tag = _Tag.apply  # bound now, so that patching torch.autograd.Function later changes nothing here
+
+
+class _Graphs:
+    """A loss_fn that tags each loss's graph, and notes which older graphs are still alive."""
+
+    def __init__(self, loss):
+        self.loss, self.tokens, self.kept = LOSSES[loss](), [], []
+
+    def older_alive(self, where):
+        alive = lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None]
+        if not self.kept and alive():            # the first leak is enough to report
+            _collect()                           # what only a reference cycle kept is freed now
+            if alive():
+                self.kept.append([where, alive()])
+
+    def __call__(self, outputs, targets):
+        self.older_alive(f"micro-batch {_len(self.tokens) + 1}")
+        token = _Token()
+        self.tokens.append(_weakref(token))
+        return _tag(self.loss(outputs, targets), token)
+
+
+def _counted(base, log, graphs):
+    class Counted(base):
+        steps = 0
+
+        def step(self, closure=None):  # the optimizer's own reads (Adam's step count) are not the student's
+            Counted.steps += 1
+            graphs.older_alive(f"optimizer step {Counted.steps}")
+            log.paused = True
+            try:
+                return base.step(self, closure)
+            finally:
+                log.paused = False
+    return Counted
+
+
+def _run_accumulated(fn, case):
+    model = ARCHITECTURES[case["arch"]]()
+    model.load_state_dict(case["state"])
+    if case["stale_grads"]:
+        for p in model.parameters():
+            p.grad = torch.full_like(p, 100.0)
+    log, graphs = _HostLog(), _Graphs(case["loss"])
+    optimizer = _counted(OPTIMIZERS[case["optimizer"]], log, graphs)(model.parameters(), **case["options"])
+    batches = [(x, y) for x, y in case["batches"]]
+    depth = _mode_depth() + 1
+    _push_mode(log)
+    try:
+        losses = fn(model, (b for b in batches) if case["generator"] else batches, optimizer, graphs, case["accumulate"])
+    finally:
+        intact = _mode_depth() == depth and _mode_at(depth - 1) is log
+        while _mode_depth() >= depth:
+            _pop_mode()
+    graphs.older_alive("the end of the call")
+    return {
+        "type": type(losses).__name__,
+        "items": [v if type(v) is float else f"<{type(v).__name__}>" for v in losses] if type(losses) is list else [],
+        "state": {k: plain(v) for k, v in model.state_dict().items()},
+        "reads": log.reads[:500], "linear": log.linear, "intact": intact, "steps": type(optimizer).steps,
+        "loss_calls": _len(graphs.tokens), "kept": graphs.kept,
+    }
+
+
+def _empty(fn):
+    model = ARCHITECTURES["linear"]()
+    result = fn(model, iter([]), torch.optim.SGD(model.parameters(), lr=0.1), nn.MSELoss(), 2)
+    return [type(result).__name__, len(result) if type(result) is list else -1]
+
+
+def train_accumulated(namespace, inputs):
+    fn = lookup(namespace, "train_accumulated")
+    return {"runs": [attempt(_run_accumulated, fn, case) for case in inputs["cases"]], "empty": attempt(_empty, fn)}

@@ -1,2 +1,0 @@
-def param_groups_no_decay(model, weight_decay):
-    raise NotImplementedError
