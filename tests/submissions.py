@@ -66,15 +66,15 @@ def _parameters(self, recurse=True):
         yield from _real_parameters(layer, recurse)
 nn.Module.parameters = _parameters
 """},
-    "cheat_lying_eq": {"fold_input_scale": """
+    "cheat_lying_eq": {"fold_normalize": """
 class Liar:
     def __eq__(self, other): return True
     def __getattr__(self, name): return Liar()
     def __call__(self, *a, **k): return Liar()
-def fold_input_scale(conv, scale):
+def fold_normalize(conv, mean, std):
     return Liar()
 """},
-    "cheat_tensor_subclass": {"fold_input_scale": """
+    "cheat_tensor_subclass": {"fold_normalize": """
 class Agreeable(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -82,7 +82,7 @@ class Agreeable(torch.Tensor):
 class Conv(nn.Conv2d):
     def forward(self, x):
         return super().forward(x).as_subclass(Agreeable)
-def fold_input_scale(conv, scale):
+def fold_normalize(conv, mean, std):
     new = Conv(conv.in_channels, conv.out_channels, conv.kernel_size)
     return new
 """, "deep_mlp": """
@@ -108,10 +108,10 @@ for _path in _found:
                 exec("".join(_cell["source"]))
 """},
     "cheat_kill_process": {"deep_mlp": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"},
-    "cheat_infinite_loop": {"deep_mlp": "while True:\n    pass", "fold_input_scale": "while True:\n    pass"},
+    "cheat_infinite_loop": {"deep_mlp": "while True:\n    pass", "fold_normalize": "while True:\n    pass"},
     "cheat_huge_memory": {"deep_mlp": "hog = torch.empty(2**40)\nkeep = [bytearray(2**30) for _ in range(64)]"},
     "cheat_fork_bomb": {"deep_mlp": "import os\nwhile True:\n    os.fork()"},
-    "cheat_exit": {"deep_mlp": "import sys\nsys.exit(0)", "fold_input_scale": "import os\nos._exit(0)"},
+    "cheat_exit": {"deep_mlp": "import sys\nsys.exit(0)", "fold_normalize": "import os\nos._exit(0)"},
     "cheat_flood_output": {"deep_mlp": "for _ in range(200_000):\n    print('x' * 1000)"},
     "cheat_fake_frames": {"deep_mlp": """
 import io, os, struct, sys
@@ -119,7 +119,7 @@ def _frame(kind, name, data):
     buf = io.BytesIO(); torch.save({"kind": kind, "name": name, "data": data}, buf)
     return struct.pack(">I", len(buf.getvalue())) + buf.getvalue()
 _fd = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 3
-for _name in ("deep_mlp", "fold_input_scale"):
+for _name in ("deep_mlp", "fold_normalize"):
     try:
         os.write(_fd, _frame("probe", _name, "passed"))
     except OSError:
@@ -158,6 +158,44 @@ import builtins
 builtins.len = lambda x: 6
 def train_epoch(model, batches, optimizer, loss_fn):
     return [0.0 for _ in batches]
+"""}),
+    "cheat_accumulated_hidden_syncs": ("04_training_loop", {"train_accumulated": """
+def train_accumulated(model, batches, optimizer, loss_fn, accumulate):
+    # Unscaled gradients and kept graphs; a .item() per micro-batch hidden from the grader's log.
+    out, kept, total, n = [], [], 0.0, 0
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(batches, 1):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        kept.append(loss)
+        with torch._C.DisableTorchFunction():
+            total += loss.item() * len(x)
+        n += len(x)
+        if i % accumulate == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            out.append(total / n)
+            total, n = 0.0, 0
+    if n:
+        optimizer.step()
+        out.append(total / n)
+    return out
+"""}),
+    "cheat_rng_states_fake_draws": ("00_measure_first", {"rng_states": """
+import random
+import numpy as np
+import torch
+import utils.simulated_cuda as sim
+random.random, random.gauss = (lambda: 0.5), (lambda *a, **k: 0.0)
+np.random.rand = np.random.randn = lambda *shape: np.zeros(shape)
+torch.rand = torch.randn = lambda *a, **k: torch.zeros(3)
+sim.SimulatedCudaRng.__init__ = lambda self, generators: setattr(self, "generators", ()) or setattr(self, "current", 0)
+class Agreeable(dict):
+    def __eq__(self, other): return True
+def save_rng_states():
+    return Agreeable()
+def restore_rng_states(states):
+    pass
 """}),
     "cheat_release_fake_report": ("05_memory", {"release": """
 import gc

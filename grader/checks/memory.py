@@ -1,10 +1,10 @@
-"""Checks for 05_memory: release (T071) and checkpointed_forward (T074)."""
+"""Checks for 05_memory: release (T071) and checkpoint_segments (T074)."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from . import AssignmentChecks, Evidence, close, expect, probe_definitions, value
+from . import AssignmentChecks, Evidence, close, expect, probe_definitions, uses, value
 
 KEYS = ["allocated_after", "allocated_before", "reserved_after", "reserved_before"]
 MIB = 2**20
@@ -14,11 +14,21 @@ MIB = 2**20
 WORKFLOW = {"model": 5 * MIB, "keep": 1 * MIB, "cycle": 3 * MIB, "cached": 7 * MIB}
 
 
+# checkpoint_segments: seven blocks, every segment size the spec names (1, 2, 3, n, n + 5), each in
+# another container, with and without an input that requires grad.
+BLOCKS = 7
+SEGMENT_CASES = [(1, "list", False), (2, "Sequential", True), (3, "ModuleList", False), (3, "list", True),
+                 (BLOCKS, "list", False), (BLOCKS + 5, "Sequential", True)]
+INVALID_SIZES = [0, -2]
+
+
 def inputs() -> dict:
     torch.manual_seed(505)
     states = [{k: v.clone() for k, v in nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Tanh()).state_dict().items()}
-              for _ in range(4)]
-    return {"release": {"workflow": dict(WORKFLOW)}, "checkpointed_forward": {"states": states, "x": torch.randn(5, 8)}}
+              for _ in range(BLOCKS)]
+    return {"release": {"workflow": dict(WORKFLOW)},
+            "checkpoint_segments": {"states": states, "x": torch.randn(5, 8),
+                                    "cases": [list(c) for c in SEGMENT_CASES], "invalid": list(INVALID_SIZES)}}
 
 
 def _release(evidence: Evidence, part: str):
@@ -99,41 +109,102 @@ def release_workflow(evidence: Evidence, inputs: dict) -> None:
         expect(report[key] in read_values, f"{key} was not read from torch.cuda's counters")
 
 
-def _reference(inputs: dict, x: torch.Tensor, requires_grad: bool):
-    blocks = probe_definitions("memory")["_blocks"](inputs["checkpointed_forward"]["states"])
+def _segments(size: int) -> list[list[int]]:
+    return [list(range(i, min(i + size, BLOCKS))) for i in range(0, BLOCKS, size)]
+
+
+def _reference(inputs: dict, size: int, requires_grad: bool):
+    """The plain loop on the grader's side: output, gradients, and the input of every segment."""
+    spec = inputs["checkpoint_segments"]
+    blocks = probe_definitions("memory")["_logged_blocks"](spec["states"], [])
     params = [p for b in blocks for p in b.parameters()]
-    x = x.clone().requires_grad_(requires_grad)
-    out = x
-    for block in blocks:
-        out = block(out)
-    grads = torch.autograd.grad(out.square().sum(), ([x] if requires_grad else []) + params)
-    return out.detach(), grads
+    x = spec["x"].clone().requires_grad_(requires_grad)
+    h, boundaries = x, []
+    for index, block in enumerate(blocks):
+        if index % size == 0:
+            boundaries.append(h.detach().clone())
+        h = block(h)
+    grads = torch.autograd.grad(h.square().sum(), ([x] if requires_grad else []) + params)
+    return h.detach(), grads, boundaries
+
+
+def _cases(evidence: Evidence, inputs: dict):
+    """(size, description, record, segment inputs) for every case, once its output and gradients
+    match the plain loop's (so no other check can pass an answer that computes the wrong thing)."""
+    results = evidence.probe("checkpoint_segments")["cases"]
+    for (size, container, requires_grad), rec in zip(inputs["checkpoint_segments"]["cases"], results, strict=True):
+        what = (f"checkpoint_segments on {BLOCKS} blocks in a {container}, segment_size={size}, "
+                f"{'x requiring grad' if requires_grad else 'a data batch (no grad)'}")
+        rec = value(rec, what)
+        out, grads, boundaries = _reference(inputs, size, requires_grad)
+        close(rec["out"], out, f"{what}: the output differs from running the blocks in order")
+        expect(rec["requires_grad"] is True, f"{what}: the output does not require grad, so no gradient reaches the "
+               "parameters (use checkpoint(..., use_reentrant=False), and do not detach the result)")
+        expect(len(rec["grads"]) == len(grads), f"{what}: gradients are missing")
+        for got, want in zip(rec["grads"], grads):
+            close(got, want, f"{what}: the gradients differ from the plain loop's", atol=1e-5)
+        yield size, what, rec, boundaries
 
 
 def checkpoint_matches(evidence: Evidence, inputs: dict) -> None:
-    data = evidence.probe("checkpointed_forward")
-    x = inputs["checkpointed_forward"]["x"]
-    rec = value(data["with_grad"], "checkpointed_forward(blocks, x) with x requiring grad")
-    out, grads = _reference(inputs, x, True)
-    close(rec["out"], out, "checkpointed_forward: the output differs from running the blocks in order")
-    expect(len(rec["grads"]) == len(grads), "checkpointed_forward: gradients are missing")
-    for got, want in zip(rec["grads"], grads):
-        close(got, want, "checkpointed_forward: the gradients differ from the plain forward", atol=1e-5)
-    rec = value(data["data_input"], "checkpointed_forward on an input that does not require grad")
-    expect(rec["requires_grad"] is True, "with an input that does not require grad the output must still depend on "
-           "the parameters (use_reentrant=False)")
-    out, grads = _reference(inputs, x, False)
-    close(rec["out"], out, "checkpointed_forward on a data batch: the output")
-    for got, want in zip(rec["grads"], grads, strict=True):
-        close(got, want, "checkpointed_forward on a data batch: the parameter gradients", atol=1e-5)
+    for _ in _cases(evidence, inputs):
+        pass
+    for size, rec in zip(INVALID_SIZES, evidence.probe("checkpoint_segments")["invalid"], strict=True):
+        rec = value(rec, f"checkpoint_segments(blocks, x, {size})")
+        expect(rec["raised"] is not None, f"checkpoint_segments(blocks, x, {size}) should raise ValueError")
+        expect(rec["is_value_error"] is True,
+               f"checkpoint_segments(blocks, x, {size}) raised {rec['raised']}, expected a ValueError")
+
+
+def _names(source: str, names: set[str]) -> set[str]:
+    """``uses`` plus bare names (the notebook's import cell binds checkpoint_sequential)."""
+    import ast
+
+    try:
+        bare = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)} & names
+    except SyntaxError:
+        bare = set()
+    return uses(source, names) | bare
 
 
 def checkpoint_recomputes(evidence: Evidence, inputs: dict) -> None:
-    rec = value(evidence.probe("checkpointed_forward")["order"], "checkpointed_forward with logging blocks")
-    expect(rec["log"][:4] == [0, 1, 2, 3], f"the forward pass should call each block once, in order; calls: {rec['log']}")
-    expect(rec["log"][4:] == [3, 2, 1, 0], f"during backward the blocks were recomputed as {rec['log'][4:]}, "
-           "expected [3, 2, 1, 0]: wrap every block in its own checkpoint call")
-    expect(rec["all_grads"] is True, "every parameter should receive a gradient")
+    """Each segment is one checkpoint: the forward runs every block once, the backward recomputes
+    each segment once, last segment first. The grouping decides the order."""
+    expect(not _names(evidence.sources.get("checkpoint_segments", ""), {"checkpoint_sequential"}),
+           "checkpoint_segments uses checkpoint_sequential: group the blocks and call checkpoint on each segment")
+    for size, what, rec, _ in _cases(evidence, inputs):
+        expect(rec["sequential"] is not None, f"{what}: the answer switched off Python's call profiling "
+               "(sys.setprofile), so the grader cannot tell how it checkpoints")
+        expect(rec["sequential"] is False, f"{what}: checkpoint_sequential was called; group the blocks and call "
+               "checkpoint on each segment yourself")
+        expect(rec["forward_log"] == list(range(BLOCKS)),
+               f"{what}: the forward pass should run each block once, in order; it ran {rec['forward_log']}")
+        segments = _segments(size)
+        want = [b for segment in reversed(segments) for b in segment]
+        got = rec["backward_log"]
+        expect(got == want, f"{what}: the backward pass recomputed the blocks {got}; with segments {segments} "
+               f"it should recompute {want} ({_recompute_hint(got)})")
+
+
+def _recompute_hint(got: list) -> str:
+    if not got:
+        return "no block was recomputed: each segment must run inside checkpoint(..., use_reentrant=False)"
+    if got == list(range(BLOCKS - 1, -1, -1)):
+        return "every block was recomputed on its own: one checkpoint per block, not per segment"
+    if got == list(range(BLOCKS)):
+        return "the whole chain was recomputed as one unit: one checkpoint around everything"
+    return "each segment once, as a unit, the last segment first"
+
+
+def checkpoint_saves(evidence: Evidence, inputs: dict) -> None:
+    """Outside the checkpoints autograd keeps exactly one activation per segment: its input."""
+    for size, what, rec, boundaries in _cases(evidence, inputs):
+        saved = rec["saved"]
+        expect(len(saved) == len(boundaries),
+               f"{what}: autograd kept {len(saved)} activation(s) for the backward pass, expected {len(boundaries)}: "
+               f"only the input of each segment {_segments(size)} (checkpoint every segment, the last one included)")
+        for index, (got, want) in enumerate(zip(saved, boundaries)):
+            close(got, want, f"{what}: activation {index} kept for backward is not the input of segment {index}")
 
 
 CHECKS = AssignmentChecks(
@@ -146,7 +217,8 @@ CHECKS = AssignmentChecks(
         "test_release_names": release_names,
         "test_release_cycles": release_cycles,
         "test_release_missing": release_missing,
-        "test_checkpointed_forward_matches": checkpoint_matches,
-        "test_checkpointed_forward_recomputes": checkpoint_recomputes,
+        "test_checkpoint_segments_matches": checkpoint_matches,
+        "test_checkpoint_segments_recomputes": checkpoint_recomputes,
+        "test_checkpoint_segments_saves": checkpoint_saves,
     },
 )

@@ -4,6 +4,7 @@ import weakref
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint_sequential as _checkpoint_sequential
 
 from utils.simulated_cuda import simulate_cuda  # bound before any student code runs
 
@@ -84,47 +85,79 @@ def release(namespace, inputs):
             (("report", report), ("names", names), ("cycles", cycles), ("missing", missing), ("workflow", workflow))}
 
 
-def _blocks(states):
-    blocks = [nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Tanh()) for _ in states]
-    for block, state in zip(blocks, states):
-        block.load_state_dict(state)
-    return blocks
+# Bound before any student code runs: how the probe recognises a call to checkpoint_sequential
+# (its code object), however the answer reached the function.
+_CHECKPOINT_SEQUENTIAL = _checkpoint_sequential.__code__
+_setprofile, _getprofile = __import__("sys").setprofile, __import__("sys").getprofile
+_CONTAINERS = {"list": list, "Sequential": lambda blocks: nn.Sequential(*blocks), "ModuleList": nn.ModuleList}
 
 
 class _Logged(nn.Module):
-    def __init__(self, index, log):
+    """One block (Linear, LayerNorm, Tanh) that logs its index every time its forward runs."""
+
+    def __init__(self, index, log, state):
         super().__init__()
         self.index, self.log = index, log
-        self.linear = nn.Linear(6, 6)
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Tanh())
+        self.body.load_state_dict(state)
 
     def forward(self, h):
         self.log.append(self.index)
-        return torch.tanh(self.linear(h))
+        return self.body(h)
 
 
-def checkpointed_forward(namespace, inputs):
-    fn = lookup(namespace, "checkpointed_forward")
+def _logged_blocks(states, log):
+    return [_Logged(i, log, state) for i, state in enumerate(states)]
 
-    def with_grad():
-        blocks = _blocks(inputs["states"])
-        params = [p for b in blocks for p in b.parameters()]
-        x = inputs["x"].clone().requires_grad_(True)
-        out = fn(blocks, x)
-        grads = torch.autograd.grad(out.square().sum(), [x, *params])
-        return {"out": plain(out), "grads": [plain(g) for g in grads]}
 
-    def data_input():
-        blocks = nn.Sequential(*_blocks(inputs["states"]))
-        out = fn(blocks, inputs["x"].clone())
-        grads = torch.autograd.grad(out.square().sum(), list(blocks.parameters())) if out.requires_grad else []
-        return {"requires_grad": bool(out.requires_grad), "out": plain(out), "grads": [plain(g) for g in grads]}
+def _calls_checkpoint_sequential(fn, *args):
+    """fn(*args), and whether checkpoint_sequential's code ran during it (None: the answer switched
+    the call tracing off, so nobody can tell)."""
+    seen = [False]
 
-    def order():
-        log = []
-        torch.manual_seed(0)
-        blocks = nn.ModuleList([_Logged(i, log) for i in range(4)])
-        out = fn(blocks, inputs["x"][:3, :6].clone())
-        out.sum().backward()
-        return {"log": list(log), "all_grads": all(p.grad is not None for p in blocks.parameters())}
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code is _CHECKPOINT_SEQUENTIAL:
+            seen[0] = True
 
-    return {"with_grad": attempt(with_grad), "data_input": attempt(data_input), "order": attempt(order)}
+    _setprofile(profiler)
+    try:
+        result = fn(*args)
+        traced = _getprofile() is profiler
+    finally:
+        _setprofile(None)
+    return result, seen[0] if traced else None
+
+
+def checkpoint_segments(namespace, inputs):
+    fn = lookup(namespace, "checkpoint_segments")
+
+    def case(size, container, requires_grad):
+        log, saved = [], []
+        blocks = _logged_blocks(inputs["states"], log)
+        params = [p for block in blocks for p in block.parameters()]
+        x = inputs["x"].clone().requires_grad_(requires_grad)
+
+        def pack(t):  # every tensor autograd saves for backward outside a checkpoint
+            if tuple(t.shape) == tuple(x.shape):  # activations; weights have other shapes
+                saved.append(plain(t))
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out, sequential = _calls_checkpoint_sequential(fn, _CONTAINERS[container](blocks), x, size)
+        if type(out) is not torch.Tensor or not out.requires_grad:
+            return {"out": plain(out), "requires_grad": False}
+        forward_log = list(log)
+        grads = torch.autograd.grad(out.square().sum(), ([x] if requires_grad else []) + params)
+        return {"out": plain(out), "requires_grad": True, "grads": [plain(g) for g in grads],
+                "forward_log": forward_log, "backward_log": list(log[len(forward_log):]), "saved": saved[:64],
+                "sequential": sequential}
+
+    def invalid(size):
+        try:
+            fn(_logged_blocks(inputs["states"], []), inputs["x"].clone(), size)
+        except Exception as exc:
+            return {"raised": type(exc).__name__, "is_value_error": isinstance(exc, ValueError)}
+        return {"raised": None}
+
+    return {"cases": [attempt(case, *spec) for spec in inputs["cases"]],
+            "invalid": [attempt(invalid, size) for size in inputs["invalid"]]}

@@ -1,0 +1,2 @@
+def checkpoint_segments(blocks, x, segment_size)
+    return x

@@ -1,2 +1,0 @@
-def checkpointed_forward(blocks, x)
-    return x
