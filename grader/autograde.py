@@ -95,7 +95,10 @@ _SLOT = 0
 
 def _init_worker(slots) -> None:
     global _SLOT
+    import torch
+
     _SLOT = slots.get()
+    torch.set_num_threads(1)  # fork() copies no OpenMP threads: a parallel region would wait for them forever
 
 
 def _grade_in_worker(folder: Path, student: str, assignment_id: str, limits: sandbox.Limits, isolate: bool):
@@ -186,9 +189,13 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
             runnable.append(sub)
     if len(todo) > len(runnable):
         report(f"{len(todo) - len(runnable)} submission(s) unchanged since they were graded: kept")
-    workers = max(1, min(workers or os.cpu_count() or 1, len(runnable) or 1, sandbox.SLOTS_PER_BLOCK))
-    context = multiprocessing.get_context("spawn")
-    slots = context.Queue()
+    work = len(runnable) + len({s.assignment.id for s in runnable})  # reference solutions included
+    workers = max(1, min(workers or os.cpu_count() or 1, work or 1, sandbox.SLOTS_PER_BLOCK))
+    # Forked workers start with the grader imported and exit without interpreter teardown (a spawned
+    # one spends seconds of CPU on each). They never run student code: every submission still gets a
+    # fresh sandbox process of its own (grading.grade).
+    context = multiprocessing.get_context("fork")
+    slots = context.SimpleQueue()  # unlike Queue, it starts no thread before the workers fork
     with sandbox.claim_slots(workers) as first, \
             ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
         for slot in range(first, first + workers):
@@ -202,16 +209,20 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
 
 def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
                  workers: int, limits, isolate: bool, report) -> list[Outcome]:
-    if runnable:
-        refused = _check_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
+    # The reference solutions are queued first and the class right behind them, so no worker waits;
+    # no student's result is stored before the reference of that assignment has passed.
+    references = _submit_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
                                     isolate, report)
-        for sub in [s for s in runnable if s.assignment.id in refused]:
-            outcomes.append(Outcome(sub.student, sub.assignment.id, error=refused[sub.assignment.id]))
-            report(outcomes[-1].line())
-        runnable = [s for s in runnable if s.assignment.id not in refused]
-    report(f"grading {len(runnable)} submission(s) with {workers} worker(s)")
     futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
                for s in runnable}
+    refused = _check_references(course_dir, references)
+    for future, sub in list(futures.items()):
+        if sub.assignment.id in refused:
+            future.cancel()
+            del futures[future]
+            outcomes.append(Outcome(sub.student, sub.assignment.id, error=refused[sub.assignment.id]))
+            report(outcomes[-1].line())
+    report(f"grading {len(futures)} submission(s) with {workers} worker(s)")
     for done, future in enumerate(as_completed(futures), start=1):
         sub = futures[future]
         try:
@@ -226,7 +237,7 @@ def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Ou
                     "fix it and run autograde again (what was graded before is kept).")
             outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id])
         outcomes.append(outcome)
-        report(f"[{done}/{len(runnable)}] {outcome.line()}")
+        report(f"[{done}/{len(futures)}] {outcome.line()}")
     return outcomes
 
 
@@ -238,19 +249,22 @@ def _reference_key(fingerprint: str) -> str:
                                       str(course.REPO_ROOT)]).encode()).hexdigest()
 
 
-def _check_references(course_dir: Path, assignments: set[Assignment], fingerprints: dict, pool, limits, isolate,
-                      report) -> dict[str, str]:
-    """Grade each assignment's reference solution (the source's own answers) before its class;
-    a pass is cached per grader fingerprint. Returns {assignment id: why it is refused}. Raises
-    GraderEnvironmentError when the sandbox cannot even run the course's setup code."""
+def _reference_cache(course_dir: Path) -> dict:
+    try:
+        path = course_dir / REFERENCES / "passed.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):  # an unreadable cache only costs a new check
+        return {}
+
+
+def _submit_references(course_dir: Path, assignments: set[Assignment], fingerprints: dict, pool, limits, isolate,
+                       report) -> dict:
+    """Queue the grading of each assignment's reference solution (the source's own answers), unless
+    a pass is cached for this grader fingerprint. Returns {future: (assignment, cache key)}."""
     from .samples import fill, solution_answers
 
     folder = course_dir / REFERENCES
-    cache_path = folder / "passed.json"
-    try:
-        cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
-    except (OSError, ValueError):  # an unreadable cache only costs a new check
-        cache = {}
+    cache = _reference_cache(course_dir)
     pending = {}
     for assignment in sorted(assignments, key=lambda a: a.id):
         key = _reference_key(fingerprints[assignment.id])
@@ -264,7 +278,13 @@ def _check_references(course_dir: Path, assignments: set[Assignment], fingerprin
         pending[pool.submit(_grade_in_worker, target, "reference", assignment.id, limits, isolate)] = (assignment, key)
     if pending:
         report(f"checking the reference solution of {len(pending)} assignment(s) first")
-    refused = {}
+    return pending
+
+
+def _check_references(course_dir: Path, pending: dict) -> dict[str, str]:
+    """Wait for the reference gradings; a pass is cached. Returns {assignment id: why it is refused}.
+    Raises GraderEnvironmentError when the sandbox cannot even run the course's setup code."""
+    cache, refused = _reference_cache(course_dir), {}
     for future in as_completed(pending):
         assignment, key = pending[future]
         try:
@@ -284,5 +304,5 @@ def _check_references(course_dir: Path, assignments: set[Assignment], fingerprin
         else:
             cache[assignment.id] = key
     if pending:
-        _write_json(cache_path, cache)
+        _write_json(course_dir / REFERENCES / "passed.json", cache)
     return refused

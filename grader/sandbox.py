@@ -138,6 +138,7 @@ def claim_slots(count: int):
         except BlockingIOError:
             handle.close()
             continue
+        os.register_at_fork(after_in_child=handle.close)  # a forked worker that outlives this run holds no block
         try:
             yield block * SLOTS_PER_BLOCK
         finally:

@@ -150,6 +150,30 @@ def test_concurrent_grading_runs_never_share_slots():
             pass
 
 
+def test_a_forked_worker_does_not_keep_the_runs_slots():
+    """autograde forks its workers: one that outlives its run (say the run was killed) holds no block."""
+    import fcntl
+    import signal
+    import time
+
+    ready, started = os.pipe()
+    with sandbox.claim_slots(1) as first:
+        pid = os.fork()
+        if pid == 0:  # a worker that lingers
+            os.write(started, b"1")
+            time.sleep(30)
+            os._exit(0)
+        os.read(ready, 1)  # the child is past fork(), so its at-fork hooks have run
+    try:
+        with open(sandbox.SLOT_LOCKS / f"block-{first // sandbox.SLOTS_PER_BLOCK}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while the child holds it
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(ready)
+        os.close(started)
+
+
 def test_dataloader_workers_run_inside_the_sandbox(tmp_path):
     """Notebook 06 grades multi-worker DataLoaders: workers need a writable /dev/shm."""
     code = ("import os, torch\n"

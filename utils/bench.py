@@ -19,14 +19,16 @@ import os
 import uuid
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
-import torch.utils.benchmark as benchmark
 
 from . import records, verdict
 from .device import device_name
 from .memory import format_bytes, memory_note, peak_memory
+
+if TYPE_CHECKING:  # imported on first use: it pulls in cpp_extension and setuptools (~0.1 s per kernel start)
+    from torch.utils import benchmark
 
 # Each variant is timed for min_run_time per round, in blocks of ~1/BLOCKS_PER_ROUND of it.
 # We size blocks ourselves: Timer.blocked_autorange grows the block by 10x steps until timer
@@ -113,6 +115,8 @@ def format_seconds(seconds: float) -> str:
 def _timer(fn: Callable[[], object], label: str, device: torch.device) -> benchmark.Timer:
     if not callable(fn):
         raise TypeError(f"{label!r}: expected a function that takes no arguments, got {type(fn).__name__}")
+    from torch.utils import benchmark
+
     stmt = "fn(); torch.mps.synchronize()" if device.type == "mps" else "fn()"
     # Timer defaults to ONE thread; measure with the threads the learner's code really gets.
     return benchmark.Timer(stmt=stmt, globals={"fn": fn, "torch": torch}, label=label, description=label,
@@ -169,6 +173,8 @@ def measure(fn: Callable[[], object], label: str = "fn", *, device: torch.device
 
 
 def _measure_interleaved(variants, device: torch.device, memory: bool) -> list[Timing]:
+    from torch.utils import benchmark
+
     with _on_device(device):
         timers = [_timer(fn, label, device) for label, fn, _ in variants]
         for _, fn, _ in variants:  # warm-up: first calls pay for lazy init, caches, autotuning
