@@ -109,8 +109,10 @@ def deep_mlp_moves(evidence: Evidence, inputs: dict) -> None:
                f"{name}: after .to(torch.float64) not every parameter is float64")
         close(rec["output"], _forward(rec["linears"], x.double(), config), f"{name} in float64", atol=1e-9)
         expect(rec["meta_devices"] == ["meta"] * n_params, f"{name}: after .to('meta') some layers stayed behind")
-        expect(value(rec["meta_output"], f"{name} on meta") == ["meta", [x.shape[0], config[2]]],
-               f"{name}: a forward pass on the meta device failed")
+        expect(value(rec["other_default_output"], f"{name} with meta as the default device")
+               == ["cpu", [x.shape[0], config[2]]],
+               f"{name}: with the model and its input on the CPU and another default device, the forward pass "
+               "did not stay on the CPU: create every tensor on the input's device")
 
 
 def deep_mlp_forward(evidence: Evidence, inputs: dict) -> None:

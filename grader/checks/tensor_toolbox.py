@@ -27,8 +27,10 @@ def inputs() -> dict:
     near = rand(32, 8) * 0.01 + 100.0
     far = [(far_a, far_b), (far_a[1], far_b[1]), (near, near + 0.001 * rand(32, 8)), (near - 300.0, near - 300.0)]
     empty = [(rand(0, 5), rand(4, 5)), (rand(3, 5), rand(0, 5)), (rand(2, 3, 5), rand(2, 0, 5)), (rand(0, 5), rand(0, 5))]
-    devices = [{"a": [3, 7, 4], "b": [5, 4], "device": "meta", "default": None, "shape": [3, 7, 5]},
-               {"a": [2, 1, 3, 4], "b": [6, 2, 4], "device": "meta", "default": None, "shape": [2, 6, 3, 2]},
+    # Inputs on the CPU under another default device, as with inputs on a GPU (computing on "meta"
+    # would import torch._dynamo in every sandbox: seconds per submission).
+    devices = [{"a": [3, 7, 4], "b": [5, 4], "device": "cpu", "default": "meta", "shape": [3, 7, 5]},
+               {"a": [2, 1, 3, 4], "b": [6, 2, 4], "device": "cpu", "default": "meta", "shape": [2, 6, 3, 2]},
                {"a": [4, 3], "b": [5, 3], "device": "cpu", "default": "meta", "shape": [4, 5]},
                {"a": [0, 3], "b": [5, 3], "device": "cpu", "default": "meta", "shape": [0, 5]},
                {"a": [2, 3, 3], "b": [0, 3], "device": "cpu", "default": "meta", "shape": [2, 3, 0]}]

@@ -36,9 +36,18 @@ def _deep_mlp_moved(cls, config, x):
               "output": attempt(lambda: plain(model(x.double())))}
     meta = cls(*config).to("meta")
     record["meta_devices"] = [p.device.type for p in meta.parameters()]
-    record["meta_output"] = attempt(lambda: (lambda y: [y.device.type, list(y.shape)])(
-        meta(torch.empty(x.shape[0], config[0], device="meta"))))
+    # The device half of the forward pass, without computing on "meta" (torch's meta kernels import
+    # torch._dynamo, seconds per sandbox): model and input on the CPU under another default device,
+    # as with a model on a GPU, so any tensor the forward pass creates without a device shows.
+    plain_model = cls(*config)
+    record["other_default_output"] = attempt(lambda: _forward_on_meta_default(plain_model, x))
     return record
+
+
+def _forward_on_meta_default(model, x):
+    with torch.device("meta"):
+        y = model(x)
+    return [y.device.type, list(y.shape)]
 
 
 def deep_mlp(namespace, inputs):
