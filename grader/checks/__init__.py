@@ -119,9 +119,10 @@ def equal(actual, expected: torch.Tensor, what: str) -> None:
     close(actual, expected, what, rtol=0.0, atol=0.0)
 
 
-def uses(source: str, names: set[str]) -> set[str]:
-    """Which of ``names`` the code reaches by attribute (``F.one_hot``) or import: a static look
-    at the student's source, done here, so nothing in the sandbox can hide it."""
+def uses(source: str, names: set[str], bare: bool = False) -> set[str]:
+    """Which of ``names`` the code reaches by attribute (``F.one_hot``) or import, and with
+    ``bare=True`` also as a plain name (one the notebook's import cell binds): a static look at the
+    student's source, done here, so nothing in the sandbox can hide it."""
     import ast
 
     try:
@@ -132,6 +133,8 @@ def uses(source: str, names: set[str]) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in names:
             found.add(node.attr)
+        elif bare and isinstance(node, ast.Name) and node.id in names:
+            found.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             found |= {a.name.rsplit(".", 1)[-1] for a in node.names} & names
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:

@@ -156,21 +156,10 @@ def checkpoint_matches(evidence: Evidence, inputs: dict) -> None:
                f"checkpoint_segments(blocks, x, {size}) raised {rec['raised']}, expected a ValueError")
 
 
-def _names(source: str, names: set[str]) -> set[str]:
-    """``uses`` plus bare names (the notebook's import cell binds checkpoint_sequential)."""
-    import ast
-
-    try:
-        bare = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)} & names
-    except SyntaxError:
-        bare = set()
-    return uses(source, names) | bare
-
-
 def checkpoint_recomputes(evidence: Evidence, inputs: dict) -> None:
     """Each segment is one checkpoint: the forward runs every block once, the backward recomputes
     each segment once, last segment first. The grouping decides the order."""
-    expect(not _names(evidence.sources.get("checkpoint_segments", ""), {"checkpoint_sequential"}),
+    expect(not uses(evidence.sources.get("checkpoint_segments", ""), {"checkpoint_sequential"}, bare=True),
            "checkpoint_segments uses checkpoint_sequential: group the blocks and call checkpoint on each segment")
     for size, what, rec, _ in _cases(evidence, inputs):
         expect(rec["sequential"] is not None, f"{what}: the answer switched off Python's call profiling "

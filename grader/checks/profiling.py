@@ -9,7 +9,6 @@ case); the expected label is computed here from the case, never received from th
 """
 from __future__ import annotations
 
-import ast
 import math
 
 from . import AssignmentChecks, Evidence, Fail, expect, uses, value
@@ -176,21 +175,9 @@ def find_bottleneck_warmup(evidence: Evidence, inputs: dict) -> None:
     _judge(evidence, inputs, ["warmup_one", "warmup_two"], "The first `warmup` steps must not count.")
 
 
-def _names(source: str, name: str) -> bool:
-    """The answer's code refers to ``name``: as an attribute or import (``uses``), or as a plain name
-    (``record_function`` comes from the notebook's import cell)."""
-    if uses(source, {name}):
-        return True
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(isinstance(node, ast.Name) and node.id == name for node in ast.walk(tree))
-
-
 def find_bottleneck_profiler(evidence: Evidence, inputs: dict) -> None:
     find_bottleneck_slowest(evidence, inputs)        # a tool that finds nothing earns nothing here
-    expect(_names(evidence.sources.get("find_bottleneck", ""), "record_function"),
+    expect(uses(evidence.sources.get("find_bottleneck", ""), {"record_function"}, bare=True),
            "wrap each phase in torch.profiler.record_function(label)")
     for name, case in inputs["find_bottleneck"]["cases"].items():
         rec = _result(evidence, name, case)
