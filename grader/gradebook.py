@@ -73,16 +73,13 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         grade_id = meta.get("grade_id")
-        if cell.cell_type != "code":
-            if meta.get("solution") and grade_id in result.answers:  # a written answer, for formgrader
-                cell.source = result.answers[grade_id]
-            continue
-        if meta.get("solution") and grade_id in result.answers:
+        if meta.get("solution") and grade_id in result.answers:  # code, or a written answer for formgrader
             cell.source = result.answers[grade_id]
-            ran = result.cells.get(grade_id, {})
-            text = (ran.get("output") or "") + (f"\n{ran['error']}\n" if ran.get("error") else "")
-            cell.outputs = [new_output("stream", name="stdout", text=text)] if text.strip() else []
-        elif meta.get("grade") and grade_id in result.verdicts:
+            if cell.cell_type == "code":
+                ran = result.cells.get(grade_id, {})
+                text = (ran.get("output") or "") + (f"\n{ran['error']}\n" if ran.get("error") else "")
+                cell.outputs = [new_output("stream", name="stdout", text=text)] if text.strip() else []
+        elif cell.cell_type == "code" and meta.get("grade") and grade_id in result.verdicts:
             fraction, message = result.verdicts[grade_id]
             verdict = "passed" if fraction >= 1 else f"not passed: {message}"
             cell.outputs = [new_output("stream", name="stdout", text=f"Grader: {verdict}\n")]

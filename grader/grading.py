@@ -87,11 +87,12 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
         result.verdicts = {test: (0.0, f"not graded: {exc}") for test in checks.tests}
         return result
     result.answers, result.notes, result.sha256 = answers.cells, answers.notes, answers.sha256
+    code = {g: s for g, s in answers.cells.items() if g in cells.answers}  # written answers are not code
     inputs = checks.inputs()
     with tempfile.TemporaryDirectory(prefix="grade-job-") as job:
         job_dir = Path(job)
-        run_now = {g: s for g, s in answers.cells.items() if g in cells.answers and g not in cells.unrun}
-        _write_job(job_dir, cells.setup, run_now, checks, list(inputs), limits.cell_s, isolate)
+        _write_job(job_dir, cells.setup, {g: s for g, s in code.items() if g not in cells.unrun}, checks,
+                   list(inputs), limits.cell_s, isolate)
         torch.save(inputs, job_dir / "inputs.pt")
         for path in job_dir.iterdir():
             path.chmod(0o644)
@@ -104,7 +105,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     if evidence.environment:
         result.environment = evidence.environment
         return result
-    evidence.sources = {g: s for g, s in answers.cells.items() if g in cells.answers}
+    evidence.sources = code
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
     if evidence.failure:
