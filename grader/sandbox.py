@@ -42,6 +42,7 @@ SLOTS_PER_BLOCK = 64  # a grading run claims one block of slots; other runs on t
 BLOCKS = 15
 SLOT_LOCKS = Path(tempfile.gettempdir()) / "torch-tips-grader-slots"
 JOB_MOUNT = "/job"
+_HELD: set[int] = set()  # first slot of each block this process (or the run that forked it) holds
 
 
 @dataclass(frozen=True)
@@ -139,9 +140,11 @@ def claim_slots(count: int):
             handle.close()
             continue
         os.register_at_fork(after_in_child=handle.close)  # a forked worker that outlives this run holds no block
+        _HELD.add(block * SLOTS_PER_BLOCK)
         try:
             yield block * SLOTS_PER_BLOCK
         finally:
+            _HELD.discard(block * SLOTS_PER_BLOCK)
             handle.close()
         return
     raise SandboxUnavailable(f"all {BLOCKS} blocks of sandbox slots are held by other grading runs on this machine")
@@ -215,6 +218,8 @@ def run(job_dir: Path, argv: list[str], *, slot: int | None = None, limits: Limi
     if slot is None:
         with claim_slots(1) as slot:
             return run(job_dir, argv, slot=slot, limits=limits, isolate=isolate)
+    if slot - slot % SLOTS_PER_BLOCK not in _HELD:  # its uid may be another run's: cleaning up would kill that run
+        raise ValueError(f"sandbox slot {slot} is not held by this grading run: claim it with claim_slots()")
     read_end, write_end = os.pipe()
     argv = [a.replace("{fd}", str(write_end)) for a in argv]
     start = time.monotonic()

@@ -150,6 +150,32 @@ def test_concurrent_grading_runs_never_share_slots():
             pass
 
 
+def test_two_grading_runs_at_once_do_not_kill_each_others_sandboxes(tmp_path):
+    """Two instructors, courses or shards on one machine: a run's clean-up after each submission
+    (every process of its slot's uid is killed, in root mode) never reaches the other run."""
+    import subprocess as sp
+
+    slow = ("import os, subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])  # a child, as DataLoader starts\n"
+            "time.sleep(6); os.write({fd}, b'survived')")
+    other = sp.Popen([sys.executable, "-c", "import sys\nfrom pathlib import Path\nfrom grader import sandbox\n"
+                      f"r = sandbox.run(Path({str(tmp_path)!r}), [sys.executable, '-c', {slow!r}],"
+                      " limits=sandbox.Limits(wall_s=30))\nprint(r.output.decode(), r.returncode)"],
+                     stdout=sp.PIPE, text=True, cwd=sandbox.REPO_ROOT)
+    quick = [run(tmp_path, "import os; os.write({fd}, b'ok')") for _ in range(6)]  # each ends with a clean-up
+    assert [r.output for r in quick] == [b"ok"] * 6
+    assert other.communicate(timeout=60)[0].split() == ["survived", "0"]
+
+
+def test_a_slot_this_run_did_not_claim_is_refused(tmp_path):
+    """A script that picks a slot number itself could clean up another run's uid: refused."""
+    with pytest.raises(ValueError, match="claim_slots"):
+        sandbox.run(tmp_path, [sys.executable, "-c", "pass"], slot=3, limits=FAST)
+    with sandbox.claim_slots(2) as first:
+        assert sandbox.run(tmp_path, [sys.executable, "-c", "import os; os.write({fd}, b'ok')"],
+                           slot=first + 1, limits=FAST).output == b"ok"
+
+
 def test_a_forked_worker_does_not_keep_the_runs_slots():
     """autograde forks its workers: one that outlives its run (say the run was killed) holds no block."""
     import fcntl
