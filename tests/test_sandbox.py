@@ -263,3 +263,18 @@ def test_a_checkout_under_tmp_stays_visible_and_tmp_stays_private(tmp_path, monk
             "open('/tmp/scratch', 'w').write('ok'); seen.append(open('/tmp/scratch').read())\n"
             "os.write({fd}, repr(seen).encode())")
     assert run(job, code).output == b"[42, False, 'ok']"
+
+
+def test_a_symlinked_venv_works_in_the_sandbox(tmp_path):
+    """A venv reached through a symlink: the sandbox runs the interpreter by the name the grader used."""
+    import subprocess as sp
+
+    (tmp_path / "venv").symlink_to(sys.prefix)
+    job = tmp_path / "job"
+    job.mkdir(mode=0o755)
+    code = ("import sys\nfrom pathlib import Path\nfrom grader import sandbox\n"
+            f"r = sandbox.run(Path({str(job)!r}), [sys.executable, '-c', 'import os; os.write({{fd}}, b\"ok\")'])\n"
+            "print(r.output.decode(), r.log[-300:])")
+    out = sp.run([str(tmp_path / "venv" / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                 cwd=sandbox.REPO_ROOT, check=True).stdout
+    assert out.split()[:1] == ["ok"], out
