@@ -135,7 +135,8 @@ def claim_slots(count: int):
     with contextlib.suppress(PermissionError):
         SLOT_LOCKS.chmod(0o1777)  # shared by every user's runs on the machine
     for block in range(BLOCKS):
-        handle = open(SLOT_LOCKS / f"block-{block}.lock", "a")
+        # read-only: a lock file another user's run created is still ours to lock (flock needs no write access)
+        handle = os.fdopen(os.open(SLOT_LOCKS / f"block-{block}.lock", os.O_RDONLY | os.O_CREAT, 0o644))
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -287,5 +288,19 @@ def probe() -> str | None:
         except (SandboxUnavailable, OSError) as exc:
             return str(exc)
     if result.output != b"ok":
-        return f"bubblewrap could not start a sandbox (exit {result.returncode}): {result.log.strip()[-500:]}"
+        return (f"bubblewrap could not start a sandbox (exit {result.returncode}): {result.log.strip()[-500:]}"
+                + userns_hint(result.log))
     return None
+
+
+USERNS_HINT = (". Grading as an ordinary user needs unprivileged user namespaces, which this machine forbids: "
+               "enable them (`sysctl -w kernel.unprivileged_userns_clone=1` on Debian, "
+               "`sysctl -w user.max_user_namespaces=15000` where it is 0, and on Ubuntu 24.04 "
+               "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`; in a container, "
+               "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`), or grade as root")
+
+
+def userns_hint(log: str) -> str:
+    """What to enable, when bubblewrap failed because an ordinary user may not create namespaces."""
+    signs = ("uid map", "new namespace", "user namespace", "Operation not permitted", "Permission denied")
+    return USERNS_HINT if os.geteuid() != 0 and any(sign in log for sign in signs) else ""

@@ -191,7 +191,7 @@ def test_a_forked_worker_does_not_keep_the_runs_slots():
             os._exit(0)
         os.read(ready, 1)  # the child is past fork(), so its at-fork hooks have run
     try:
-        with open(sandbox.SLOT_LOCKS / f"block-{first // sandbox.SLOTS_PER_BLOCK}.lock", "a") as handle:
+        with open(sandbox.SLOT_LOCKS / f"block-{first // sandbox.SLOTS_PER_BLOCK}.lock") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while the child holds it
     finally:
         os.kill(pid, signal.SIGKILL)

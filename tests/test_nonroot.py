@@ -1,0 +1,73 @@
+"""Grading as an ordinary user: bubblewrap then isolates student code in a user namespace of its own.
+When the suite runs as root, one grading runs here under an unprivileged uid."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from grader import course, sandbox
+from grader.samples import SAMPLES_DIR
+
+AID = "00_measure_first"
+STUDENTS = ("correct", "current_device")
+UNPRIVILEGED = 60999  # outside the sandbox's own uid range
+
+
+def _as_unprivileged_user(argv: list[str], home: Path) -> list[str]:
+    """argv run as UNPRIVILEGED. A private root (/root is 0700 on many machines, and the interpreter
+    may live under it) opens a path to the interpreter and the checkout, and nothing else of /root."""
+    if os.geteuid() != 0:
+        return argv
+    opened = ["--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root"]
+    made = set()
+    for path in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), str(course.REPO_ROOT)}:
+        if not path.startswith("/root/"):
+            continue
+        for parent in reversed(Path(path).parents):
+            if str(parent).startswith("/root/") and parent not in made:
+                opened += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        opened += ["--ro-bind", path, path]
+    return ["bwrap", *opened, "--setenv", "HOME", str(home), "--", "setpriv", f"--reuid={UNPRIVILEGED}",
+            f"--regid={UNPRIVILEGED}", "--clear-groups", *argv]
+
+
+@pytest.fixture
+def home():
+    """A folder the unprivileged user owns, on a path it can reach (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="grader-nonroot-"))
+    yield path
+    shutil.rmtree(path)
+
+
+def test_an_ordinary_user_grades_in_a_user_namespace(home):
+    tmp_path, course_dir = home, home / "course"
+    subprocess.run([sys.executable, "-m", "grader", "samples", "--course-dir", str(course_dir), "--assignment", AID],
+                   check=True, capture_output=True, cwd=course.REPO_ROOT)
+    for folder in (course_dir / "submitted").iterdir():
+        if folder.name.removeprefix("sample_") not in STUDENTS:
+            shutil.rmtree(folder)
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{UNPRIVILEGED}:{UNPRIVILEGED}", str(tmp_path)], check=True)
+    argv = [sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir), "--workers", "2"]
+    done = subprocess.run(_as_unprivileged_user(argv, tmp_path), capture_output=True, text=True, cwd=course.REPO_ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    for student in STUDENTS:
+        assert f"sample_{student} {AID}: {expected[student]} / 10" in done.stdout, done.stdout
+    grader_uid = UNPRIVILEGED if os.geteuid() == 0 else os.geteuid()
+    assert (course_dir / "gradebook.db").stat().st_uid == grader_uid  # the grader really ran as that user
+
+
+def test_forbidden_user_namespaces_get_a_message_that_says_what_to_enable(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    hint = sandbox.userns_hint("bwrap: setting up uid map: Permission denied")
+    assert "unprivileged_userns_clone" in hint and "max_user_namespaces" in hint
+    assert sandbox.userns_hint("bwrap: execvp python: No such file or directory") == ""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert sandbox.userns_hint("bwrap: setting up uid map: Permission denied") == ""  # root needs no user namespace
