@@ -43,10 +43,11 @@ def solution_notebooks(only: list[str] | None = None) -> list[Path]:
 
 
 def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None,
-            threads: int | None = None) -> NotebookRun:
+            threads: int | None = None, label: str = "") -> NotebookRun:
     """Execute one notebook with papermill into ``out_dir/executed`` (and its HTML rendering);
     its measurements go to ``records`` (default: wherever COURSE_RECORDS points); ``threads``
-    caps the kernel's intra-op threads (OMP_NUM_THREADS)."""
+    caps the kernel's intra-op threads (OMP_NUM_THREADS). On a terminal, papermill's tqdm bar
+    shows the cells done and an ETA, headed by ``label`` (say "[3/12] 02_tensor_toolbox")."""
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
@@ -61,7 +62,8 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
     start = time.perf_counter()
     try:
         papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
-                                   cwd=str(source.parent), kernel_name="python3", progress_bar=sys.stderr.isatty())
+                                   cwd=str(source.parent), kernel_name="python3",
+                                   progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
         ok, error = True, ""
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         ok, error = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
@@ -87,8 +89,8 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
 
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
     threads = 1 if jobs > 1 else None
-    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl", threads)
-             for source in sources]
+    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl", threads,
+              f"[{k}/{len(sources)}] {source.stem}") for k, source in enumerate(sources, start=1)]
     for task in tasks:
         task[4].unlink(missing_ok=True)
     if jobs <= 1:
