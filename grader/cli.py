@@ -3,15 +3,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
-from . import course
+from . import course, database
 from .course import CourseError
 
 
 def _course_dir(value: str) -> Path:
     return Path(value).expanduser().resolve()
+
+
+def _shard(value: str) -> tuple[int, int]:
+    """``K/N`` -> (K, N), shard K of N."""
+    match = re.fullmatch(r"(\d+)/(\d+)", value.strip(), re.ASCII)
+    if not match or not int(match[1]) < int(match[2]):
+        raise argparse.ArgumentTypeError(f"{value!r} is not K/N with K from 0 to N-1 (e.g. 0/4: shard 0 of 4)")
+    return int(match[1]), int(match[2])
 
 
 def cmd_assignments(args) -> int:
@@ -37,44 +46,64 @@ def cmd_samples(args) -> int:
     return 0
 
 
-def cmd_autograde(args) -> int:
-    from .autograde import autograde
+def _say(line: str) -> None:
+    """A progress line, printed above autograde's progress bar (when there is one) and at once."""
+    from tqdm import tqdm
 
-    outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers, force=args.force,
-                         isolate=not args.no_sandbox)
+    tqdm.write(line, file=sys.stdout)
+    sys.stdout.flush()
+
+
+def cmd_autograde(args) -> int:
+    print(f"autograde: loading the grader (torch, nbgrader) for {args.course_dir}", flush=True)
+    from .autograde import GradingInterrupted, autograde
+
+    try:
+        outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers, force=args.force,
+                             isolate=not args.no_sandbox, report=_say, db_url=args.db_url, shard=args.shard)
+    except GradingInterrupted as exc:
+        stored = sum(1 for o in exc.outcomes if not (o.error or o.skipped))
+        print(f"interrupted by {exc}: grading stopped and every sandbox ended; {stored} submission(s) graded "
+              "before it are stored. Run the same command again to grade the rest.", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted before grading started: nothing was graded", file=sys.stderr)
+        return 130
     failed = [o for o in outcomes if o.error]
-    print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
-          f"gradebook: {args.course_dir / 'gradebook.db'}")
+    kept = sum(o.skipped for o in outcomes)
+    print(f"{len(outcomes)} submission(s): {len(outcomes) - len(failed) - kept} graded now, {kept} kept unchanged, "
+          f"{len(failed)} not graded; gradebook: {database.shown(args.course_dir, args.db_url)}")
     waiting = [o for o in outcomes if o.pending]
     if waiting:
         print(f"{len(waiting)} submission(s) have written answers ({sum(o.pending for o in waiting):g} points in all) "
               "that the autograder leaves to the instructor: grade them in formgrader's Manual Grading "
-              f"(`nbgrader formgrader` in {args.course_dir})")
+              f"(`nbgrader formgrader` in {args.course_dir}{' with GRADER_DB_URL set' if args.db_url else ''})")
     if not outcomes:
-        print("no submissions found", file=sys.stderr)
+        print("no submissions found" + (" in shard {}/{}".format(*args.shard) if args.shard else ""), file=sys.stderr)
     return 1 if failed else 0
 
 
-def _require_gradebook(course_dir: Path) -> None:
-    if not (course_dir / "gradebook.db").is_file():
-        raise CourseError(f"no gradebook in {course_dir}: run `python -m grader autograde --course-dir {course_dir}` first")
+def _require_gradebook(course_dir: Path, db_url: str | None) -> None:
+    if not database.exists(course_dir, db_url):
+        raise CourseError(f"no gradebook at {database.shown(course_dir, db_url)}: run `python -m grader autograde "
+                          f"--course-dir {course_dir}` first")
 
 
 def cmd_export(args) -> int:
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    _require_gradebook(args.course_dir)
+    _require_gradebook(args.course_dir, args.db_url)
     args.to.parent.mkdir(parents=True, exist_ok=True)
-    with Gradebook(course.nbgrader_config(args.course_dir).CourseDirectory.db_url) as gb:
+    with Gradebook(database.url(args.course_dir, args.db_url)) as gb:
         CsvExportPlugin(to=str(args.to)).export(gb)
     print(f"wrote {args.to}")
     return 0
 
 
-def _feedback_one(course_dir: Path, assignment_id: str, student_id: str) -> str | None:
+def _feedback_one(course_dir: Path, assignment_id: str, student_id: str, db_url: str | None) -> str | None:
     """nbgrader's feedback for one student's assignment; the error text if it failed."""
-    result = course.nbgrader_api(course_dir).generate_feedback(assignment_id, student_id)
+    result = course.nbgrader_api(course_dir, db_url).generate_feedback(assignment_id, student_id)
     return None if result["success"] else str(result.get("error") or result.get("log"))
 
 
@@ -83,12 +112,13 @@ def cmd_feedback(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    _require_gradebook(args.course_dir)
+    _require_gradebook(args.course_dir, args.db_url)
     autograded = args.course_dir / "autograded"
     jobs = sorted((p.name, p.parent.name) for p in autograded.glob("*/*") if p.is_dir()) if autograded.is_dir() else []
     status = 0
     with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
-        errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs)) if jobs else []
+        errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs),
+                          [args.db_url] * len(jobs)) if jobs else []
         for done, ((assignment_id, student_id), error) in enumerate(zip(jobs, errors), start=1):
             page = Path("feedback") / student_id / assignment_id / f"{assignment_id}.html"
             if error:
@@ -110,21 +140,30 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--course-dir", type=_course_dir, required=True, help="nbgrader course directory")
         return p
 
+    def with_db_url(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--db-url", default=os.environ.get("GRADER_DB_URL") or None,
+                       help=f"the gradebook, shared by every grader: {database.URL_FORM} (default: $GRADER_DB_URL, "
+                            "which keeps the password out of the process list, else DIR/gradebook.db)")
+        return p
+
     p = with_course_dir("samples", "write the bundled sample submissions into DIR/submitted")
     p.add_argument("--assignment")
     p.set_defaults(func=cmd_samples)
-    p = with_course_dir("autograde", "grade DIR/submitted/<student>/<assignment>/ into DIR's gradebook")
+    p = with_db_url(with_course_dir("autograde", "grade DIR/submitted/<student>/<assignment>/ into the gradebook"))
     p.add_argument("--assignment")
     p.add_argument("--student")
     p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel graders (default: cores)")
     p.add_argument("--force", action="store_true", help="grade again even submissions that are unchanged")
     p.add_argument("--no-sandbox", action="store_true",
                    help="UNSAFE: run student code without bubblewrap isolation (rlimits and deadline only)")
+    p.add_argument("--shard", type=_shard, metavar="K/N",
+                   help="grade only shard K of N (K = 0..N-1, e.g. a Kubernetes Indexed Job's completion index): "
+                        "the students whose id hashes to K modulo N")
     p.set_defaults(func=cmd_autograde)
-    p = with_course_dir("export", "write the gradebook as nbgrader's CSV")
+    p = with_db_url(with_course_dir("export", "write the gradebook as nbgrader's CSV"))
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)
     p.set_defaults(func=cmd_export)
-    p = with_course_dir("feedback", "write per-student HTML feedback")
+    p = with_db_url(with_course_dir("feedback", "write per-student HTML feedback"))
     p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel conversions (default: cores)")
     p.set_defaults(func=cmd_feedback)
     return parser

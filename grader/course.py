@@ -20,6 +20,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 NOTEBOOKS = REPO_ROOT / "notebooks"
+COURSE_ID = "default_course"  # the course row nbgrader's Gradebook creates; the exchange files assignments under it
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 
 
@@ -92,28 +93,35 @@ def find(assignment_id: str) -> Assignment:
     return known[assignment_id]
 
 
-def nbgrader_config(course_dir: Path, **overrides):
-    """A traitlets Config for nbgrader with ``course_dir`` as its root."""
+def nbgrader_config(course_dir: Path, db_url: str | None = None, **overrides):
+    """A traitlets Config for nbgrader with ``course_dir`` as its root and ``db_url`` (default: the
+    SQLite gradebook in ``course_dir``) as its gradebook."""
     from traitlets.config import Config
+
+    from . import database
 
     config = Config()
     config.CourseDirectory.root = str(course_dir)
-    config.CourseDirectory.db_url = f"sqlite:///{course_dir / 'gradebook.db'}?timeout=60"
+    config.CourseDirectory.db_url = database.url(course_dir, db_url)
+    # nbgrader's own default is '': generate_assignment then adds assignments of no course, which a
+    # PostgreSQL gradebook refuses (a foreign key; SQLite does not check them). This is the course
+    # row nbgrader's Gradebook creates by default.
+    config.CourseDirectory.course_id = COURSE_ID
     config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader"]
-    config.Exchange.root = str(course_dir / ".grader" / "exchange")  # unused; keeps nbgrader from probing /usr/local
+    config.Exchange.root = str(course_dir / "exchange")  # as in the written nbgrader_config.py
     for dotted, value in overrides.items():
         section, name = dotted.split(".")
         setattr(getattr(config, section), name, value)
     return config
 
 
-def nbgrader_api(course_dir: Path, **overrides):
+def nbgrader_api(course_dir: Path, db_url: str | None = None, **overrides):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     _put_interpreter_bin_on_path()
 
-    config = nbgrader_config(course_dir, **overrides)
+    config = nbgrader_config(course_dir, db_url, **overrides)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)
     return api
@@ -126,32 +134,39 @@ def _put_interpreter_bin_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
-def prepare(course_dir: Path, assignment: Assignment) -> None:
-    """Put the repo's source of ``assignment`` into the course dir and (re)generate it there.
+def prepare(course_dir: Path, assignment: Assignment, db_url: str | None = None) -> None:
+    """Put the repo's source of ``assignment`` into the course dir and (re)generate it there, and
+    in the gradebook at ``db_url`` (default: the course dir's SQLite file).
 
     Generation runs only when the source changed, because nbgrader refuses to drop grade
-    cells that already have submissions.
+    cells that already have submissions. Graders sharing a PostgreSQL gradebook take turns.
     """
+    from . import database
+
     course_dir.mkdir(parents=True, exist_ok=True)
     _write_default_config(course_dir)
     target = course_dir / "source" / assignment.id
     released = course_dir / "release" / assignment.id / assignment.notebook_name
-    if _same_tree(assignment.source_dir, target) and released.exists() and _in_gradebook(course_dir, assignment):
-        return
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(assignment.source_dir, target, ignore=IGNORED)
-    result = nbgrader_api(course_dir).generate_assignment(assignment.id, force=True, create=True)
+    with database.exclusive(db_url):
+        if _same_tree(assignment.source_dir, target) and released.exists() \
+                and _in_gradebook(course_dir, assignment, db_url):
+            return
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(assignment.source_dir, target, ignore=IGNORED)
+        result = nbgrader_api(course_dir, db_url).generate_assignment(assignment.id, force=True, create=True)
     if not result["success"]:
         raise CourseError(f"nbgrader generate_assignment failed for {assignment.id}:\n{result.get('error') or result.get('log')}")
 
 
-def _in_gradebook(course_dir: Path, assignment: Assignment) -> bool:
-    if not (course_dir / "gradebook.db").is_file():
-        return False
+def _in_gradebook(course_dir: Path, assignment: Assignment, db_url: str | None = None) -> bool:
     from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(nbgrader_config(course_dir).CourseDirectory.db_url) as gb:
+    from . import database
+
+    if not database.exists(course_dir, db_url):
+        return False
+    with Gradebook(database.url(course_dir, db_url)) as gb:
         try:
             gb.find_assignment(assignment.id)
         except MissingEntry:
@@ -160,13 +175,24 @@ def _in_gradebook(course_dir: Path, assignment: Assignment) -> bool:
 
 
 def _write_default_config(course_dir: Path) -> None:
-    """So that plain ``nbgrader formgrader``/``export`` run in the course dir see the same gradebook."""
+    """So that plain ``nbgrader`` commands and formgrader run in the course dir see the same gradebook,
+    an exchange directory the instructor owns, and route "Autograde" to the course grader. An
+    existing file is never overwritten (the instructor may have added settings to it)."""
+    from .formgrader import CONFIG
+
+    (course_dir / "exchange").mkdir(exist_ok=True)
     path = course_dir / "nbgrader_config.py"
     if not path.exists():
         path.write_text(
-            "# Written by `python -m grader`: the gradebook it fills lives next to this file.\n"
+            "# Written by `python -m grader`: the gradebook it fills lives next to this file. Add your own\n"
+            "# settings below (e.g. FileNameCollectorPlugin.named_regexp); the grader never rewrites this file.\n"
+            "import os\n\n"
             "c = get_config()  # noqa: F821\n"
-            "c.CourseDirectory.root = __import__('os').path.dirname(__import__('os').path.abspath(__file__))\n"
+            "c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))\n"
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            "c.Exchange.root = os.path.join(c.CourseDirectory.root, 'exchange')  # release, collect, feedback\n"
+            "if os.environ.get('GRADER_DB_URL'):  # a shared gradebook (--db-url): never stored here\n"
+            "    c.CourseDirectory.db_url = os.environ['GRADER_DB_URL']\n" + CONFIG
         )
 
 

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import nbformat
 import torch
 
 from . import course, sandbox, submission
-from .checks import Evidence, registry
+from .checks import Evidence, defined_names, explain, registry
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 
@@ -92,7 +93,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     with tempfile.TemporaryDirectory(prefix="grade-job-") as job:
         job_dir = Path(job)
         _write_job(job_dir, cells.setup, {g: s for g, s in code.items() if g not in cells.unrun}, checks,
-                   list(inputs), limits.cell_s, isolate)
+                   list(inputs), limits, isolate)
         torch.save(inputs, job_dir / "inputs.pt")
         for path in job_dir.iterdir():
             path.chmod(0o644)
@@ -100,37 +101,56 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
         job_path = sandbox.JOB_MOUNT if isolate else str(job_dir)
         run = sandbox.run(job_dir, [sys.executable, f"{job_path}/runner.py", job_path, "{fd}"], slot=slot,
                           limits=limits, isolate=isolate)
-    evidence = parse(run, limits)
+    evidence = parse(run, limits, isolate)
     result.seconds = time.monotonic() - start
     if evidence.environment:
         result.environment = evidence.environment
         return result
     evidence.sources = code
+    evidence.elsewhere = _defined_elsewhere(answers.notebook, set(code) - cells.unrun)
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
+    for ran in result.cells.values():  # an answer cell's own error, as the feedback page shows it
+        if isinstance(ran, dict) and isinstance(ran.get("error"), str):
+            ran["error"] = explain(ran["error"], evidence)
     if evidence.failure:
         result.notes.append(evidence.failure)
     return result
 
 
-def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: list[str], cell_s: int,
+def _defined_elsewhere(notebook: Path, ran: set[str]) -> frozenset[str]:
+    """Names the student's notebook defines in code cells the grader does not run (its own copy of
+    the setup cells included: the grader runs the course's), for messages about a missing name."""
+    names: set[str] = set()
+    for cell in nbformat.read(notebook, as_version=4).get("cells", []):  # submission.read has vetted the file
+        meta = cell.get("metadata", {}).get("nbgrader")
+        source = cell.get("source")
+        if (cell.get("cell_type") == "code" and isinstance(source, str)
+                and (meta.get("grade_id") if isinstance(meta, dict) else None) not in ran):
+            names |= defined_names(source)
+    return frozenset(names)
+
+
+def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: list[str], limits: sandbox.Limits,
                isolated: bool) -> None:
     shutil.copy(RUNNER, job_dir / "runner.py")
     for path in checks.probe_files:
         shutil.copy(path, job_dir / path.name)
     job = {"setup": list(setup), "answers": answers, "probes": probes,
-           "probe_files": [path.name for path in checks.probe_files], "cell_s": cell_s, "isolated": isolated}
+           "probe_files": [path.name for path in checks.probe_files], "cell_s": limits.cell_s,
+           "frame_bytes": limits.output_bytes, "isolated": isolated}
     (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
 
 
 # ---- reading what the sandbox sent ----------------------------------------------------------
 
-def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
+def parse(run: sandbox.RunResult, limits: sandbox.Limits, isolated: bool = True) -> Evidence:
     """Frames -> Evidence. Anything that is not plain data is rejected, never executed.
 
     Frames before ``setup_done`` were sent before any student code ran, so only they can report
     a failure of the course's own setup; a run that never got that far failed the grader, not the
-    student."""
+    student. Neither can a sandbox killed from outside (``isolated``: bubblewrap itself ended by a
+    signal the grader did not send; student code cannot reach it) be the student's doing."""
     evidence, done, setup_done, offset, data = Evidence(), False, False, 0, run.output
     while offset + 4 <= len(data):
         (size,) = struct.unpack(">I", data[offset:offset + 4])
@@ -147,6 +167,8 @@ def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
             evidence.cells.setdefault(name, body)
         elif kind == "probe":
             evidence.probes.setdefault(name, body)
+        elif kind == "stopped":
+            evidence.stopped.setdefault(name, _stopped(name, body, limits))
         elif kind == "setup" and not setup_done:
             error = body.get("error") if isinstance(body, dict) else body
             evidence.environment = evidence.environment or f"the course's setup code failed in the sandbox: {error}"
@@ -154,12 +176,15 @@ def parse(run: sandbox.RunResult, limits: sandbox.Limits) -> Evidence:
             setup_done = True
         elif kind == "done":
             done = True
+    if isolated and run.returncode is not None and run.returncode < 0 and not run.output_truncated:
+        evidence.environment = (f"the sandbox was killed from outside by {_signal_name(-run.returncode)} "
+                                "(not by the grader's limits, and student code cannot reach it)")
     if not setup_done and evidence.environment is None:
         evidence.environment = (f"the sandbox stopped before the course's setup code finished "
                                 f"({_why_stopped(run, limits).replace('your code', 'the setup code')}); "
                                 f"its log ends: {run.log.strip()[-600:] or '(empty)'}")
     if not done and evidence.failure is None:
-        evidence.failure = _why_stopped(run, limits)
+        evidence.failure = _why_stopped(run, limits, isolated)
     return evidence
 
 
@@ -190,13 +215,51 @@ def _plain(obj, depth: int = 0) -> bool:
     return False
 
 
-def _why_stopped(run: sandbox.RunResult, limits: sandbox.Limits) -> str:
+def _why_stopped(run: sandbox.RunResult, limits: sandbox.Limits, isolated: bool = True) -> str:
     if run.timed_out:
-        return f"your code did not finish within {limits.wall_s:.0f} s, so the checks after that point could not run"
+        return (f"the grader stopped your code after {limits.wall_s:.0f} s, the time limit for the whole notebook, "
+                "so the checks after that point could not run")
     if run.output_truncated:
-        return "your code produced more output than the grader accepts"
-    if run.returncode is not None and run.returncode < 0:
-        return (f"your code's process was stopped by signal {-run.returncode} "
-                "(a CPU-time or memory limit, or the code killed itself)")
-    return f"your code's process ended early (exit code {run.returncode}) before all checks ran"
+        return "your code produced more output than the grader accepts, so the grader stopped it"
+    code = run.returncode or 0
+    signum = -code if code < 0 else code - 128 if isolated and code > 128 else 0  # bubblewrap reports 128 + signal
+    if signum:
+        return f"your code's process {_killed(signum, limits)}, so the checks after that point could not run"
+    return (f"your code ended its process early (exit code {code}: os._exit or similar), "
+            "so the checks after that point could not run")
 
+
+def _stopped(name: str, body, limits: sandbox.Limits) -> str:
+    """The message for a probe whose process the runner reports as ended without a result."""
+    body = body if type(body) is dict else {}
+    reason, status = body.get("reason"), body.get("status") if type(body.get("status")) is int else 0
+    if reason == "timeout":
+        return (f"{name}: the grader stopped your code after {limits.cell_s} s: it did not finish in time "
+                "(an endless loop, or far slower than needed?)")
+    if reason == "output":
+        return f"{name}: your code's result was larger than the grader accepts ({limits.output_bytes // 2**20} MiB)"
+    if reason == "fork":
+        return (f"{name}: the grader could not start a process to check it: the limit on processes or open files "
+                "was reached (does your code leave processes running or files open?)")
+    if reason == "signal":
+        return f"{name}: your code's process {_killed(status, limits)} before it returned a result"
+    return f"{name}: your code ended its process (exit code {status}: os._exit or similar) before it returned a result"
+
+
+def _killed(signum: int, limits: sandbox.Limits) -> str:
+    name = _signal_name(signum)
+    if signum == signal.SIGKILL:
+        return (f"was killed ({name}): it ran out of memory or of CPU time ({limits.cpu_s} s), "
+                "or the code killed its own process")
+    if signum == signal.SIGXCPU:
+        return f"used up its CPU time ({limits.cpu_s} s)"
+    if signum in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT):
+        return f"crashed ({name})"
+    return f"was stopped by {name}"
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

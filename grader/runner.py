@@ -10,9 +10,15 @@ each probe from the job's probe files against the resulting namespace with input
 ``weights_only=True`` and recomputes what it can. Frames are sent as soon as they exist, so
 a submission that later kills this process keeps the results it had earned.
 
-Inside the sandbox (``job["isolated"]``), an answer cell that fails leaves no process behind: a
-fork bomb that ends in an error would otherwise starve the probes until the wall-clock limit.
-A forked child that returns into this loop exits at once, so only the runner reports.
+Each probe runs in a process of its own, forked once the answer cells have run, under a
+deadline this process enforces: a hang (even one that swallows the deadline's TimeoutError), a
+crash or an exit in one exercise's code costs that exercise alone. The probe's process sends its
+one frame through a private pipe; this process forwards it whole, or, if none came, a
+``stopped`` frame saying how the probe's process ended (the trusted side words the message).
+
+Inside the sandbox (``job["isolated"]``), an answer cell or probe that fails leaves no process
+behind: a fork bomb that ends in an error would otherwise starve the probes until the wall-clock
+limit. A forked child that returns into this loop exits at once, so only the runner reports.
 """
 import io
 import json
@@ -20,25 +26,31 @@ import os
 import signal
 import struct
 import sys
+# Bound when the runner starts, before any student code could replace them.
+from os import _exit as exit_now, close, fork, getpid, kill, pipe, read, waitpid, waitstatus_to_exitcode, write
+from select import POLLIN, poll
+from time import monotonic
 
 TEXT_LIMIT = 4000
+GRACE_S = 2  # after its own deadline, the time a probe's process has to send what it has
 
 
 def main(job_dir: str, fd: int) -> None:
     import torch
 
-    write, save, BytesIO, pack = os.write, torch.save, io.BytesIO, struct.pack  # bound before student code runs
-    getpid, runner_pid, exit_now = os.getpid, os.getpid(), os._exit
+    save, BytesIO, pack, threads = torch.save, io.BytesIO, struct.pack, torch.set_num_threads  # before student code
+    runner_pid = getpid()
+
+    def encode(kind: str, name: str, data) -> bytes:
+        buffer = BytesIO()
+        save({"kind": kind, "name": name, "data": data}, buffer)
+        payload = buffer.getvalue()
+        return pack(">I", len(payload)) + payload
 
     def send(kind: str, name: str, data) -> None:
         if getpid() != runner_pid:  # a fork of the runner made by student code
             exit_now(0)
-        buffer = BytesIO()
-        save({"kind": kind, "name": name, "data": data}, buffer)
-        payload = buffer.getvalue()
-        frame = pack(">I", len(payload)) + payload
-        while frame:
-            frame = frame[write(fd, frame):]
+        _write_all(fd, encode(kind, name, data))
 
     with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
         job = json.load(f)
@@ -68,13 +80,17 @@ def main(job_dir: str, fd: int) -> None:
         if not ok and job.get("isolated"):
             _end_other_processes()
 
+    frame_cap = job.get("frame_bytes", 64 * 2**20)
     for name in job["probes"]:
-        try:
-            with _deadline(job["cell_s"]):
-                data = probes[name](shell.user_ns, inputs.get(name))
-        except BaseException as exc:  # the student's code may raise anything, SystemExit included
-            data = {"error": _describe(exc)}
-        send("probe", name, data)
+        threads(1)  # fork() copies no OpenMP threads: a parallel region in the probe would wait for them forever
+        frame, stopped = _probe_in_child(probes[name], shell.user_ns, inputs.get(name), name, job["cell_s"],
+                                         frame_cap, encode)
+        if frame is not None:
+            _write_all(fd, frame)
+            continue
+        send("stopped", name, stopped)
+        if job.get("isolated"):
+            _end_other_processes()
     send("done", "", None)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -82,6 +98,81 @@ def main(job_dir: str, fd: int) -> None:
         except BaseException:  # student code may have replaced the stream
             pass
     exit_now(0)  # skips interpreter teardown (about 0.5 s with torch loaded): everything is sent
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[write(fd, data):]
+
+
+def _probe_in_child(probe, namespace, data, name: str, seconds: int, frame_cap: int, encode):
+    """Run one probe in a forked child: (its frame, None), or (None, how its process ended)."""
+    ends = ()
+    try:
+        ends = pipe()
+        pid = fork()
+    except OSError as exc:  # the process or open-file limit, reached by what the answers left running or open
+        for end in ends:
+            close(end)
+        return None, {"reason": "fork", "status": exc.errno or 0}
+    read_end, write_end = ends
+    if pid == 0:
+        try:
+            close(read_end)
+            _probe_child(probe, namespace, data, name, seconds, encode, write_end)
+        finally:
+            exit_now(0)  # whatever happened, the child never returns into the runner's loop
+    close(write_end)
+    frame, reason = _receive(read_end, seconds + GRACE_S, frame_cap)
+    close(read_end)
+    try:
+        kill(pid, signal.SIGKILL)  # done or not, the probe's process ends here
+    except ProcessLookupError:
+        pass
+    try:
+        status = waitstatus_to_exitcode(waitpid(pid, 0)[1])
+    except ChildProcessError:  # the answers set SIGCHLD to SIG_IGN: the child was reaped, its status is lost
+        status = 0
+    if frame is not None:
+        return frame, None
+    return None, {"reason": reason or ("signal" if status < 0 else "exit"), "status": abs(status)}
+
+
+def _probe_child(probe, namespace, data, name: str, seconds: int, encode, out: int) -> None:
+    me = getpid()
+    try:
+        with _deadline(seconds):
+            result = probe(namespace, data)
+    except BaseException as exc:  # the student's code may raise anything, SystemExit included
+        result = {"error": _describe(exc)}
+    if getpid() != me:  # a fork made by the student's code
+        return
+    try:
+        frame = encode("probe", name, result)
+    except BaseException as exc:
+        frame = encode("probe", name, {"error": f"the result could not be sent back: {_describe(exc)}"})
+    _write_all(out, frame)
+
+
+def _receive(fd: int, seconds: float, cap: int):
+    """One length-prefixed frame read from ``fd`` within ``seconds``: (frame, None), or (None, why
+    not: "timeout", "output" for a frame over ``cap`` bytes, or None when the writer closed early)."""
+    deadline, data, poller = monotonic() + seconds, bytearray(), poll()
+    poller.register(fd, POLLIN)
+    while True:
+        if len(data) >= 4:
+            size = 4 + struct.unpack(">I", data[:4])[0]
+            if size - 4 > cap:
+                return None, "output"
+            if len(data) >= size:
+                return bytes(data[:size]), None
+        left = deadline - monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            return None, "timeout"
+        chunk = read(fd, 1 << 20)
+        if not chunk:
+            return None, None
+        data += chunk
 
 
 def _end_other_processes() -> None:
@@ -132,7 +223,7 @@ class _deadline:
 
     def __enter__(self):
         def expire(signum, frame):
-            raise TimeoutError(f"took longer than {self.seconds} s")
+            raise TimeoutError(f"the grader stopped it after {self.seconds} s: it did not finish in time")
         self.previous = signal.signal(signal.SIGALRM, expire)
         signal.alarm(self.seconds)
 

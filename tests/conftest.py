@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/submissions.py
 
 # Measurements made by the tests must not land in the course's build/measurements.jsonl.
 os.environ["COURSE_RECORDS"] = ""
+os.environ.pop("GRADER_DB_URL", None)  # a developer's shared gradebook must never receive the tests' grades
 
 
 @pytest.fixture

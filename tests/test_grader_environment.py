@@ -46,7 +46,7 @@ def test_a_broken_course_install_stops_grading_and_writes_no_scores(checkout, tm
     assert broken.returncode != 0
     assert "the course's setup code failed" in broken.stderr and "this checkout of the course is broken" in broken.stderr
     assert "nothing was graded" in broken.stderr
-    assert gradebook.recorded(course_dir) == set()
+    assert gradebook.recorded(course_dir) == {}
     assert not (course_dir / "autograded").exists()
 
     init.write_text(working)  # repaired: the same checkout under /tmp now grades
@@ -82,7 +82,7 @@ def test_only_frames_sent_before_student_code_can_blame_the_environment():
     died_in_setup = parse(_run(returncode=None, timed_out=True, log="Killed"), limits)
     assert "before the course's setup code finished" in died_in_setup.environment
     student_exit = parse(_run(_frame("setup_done", "")), limits)
-    assert student_exit.environment is None and "ended early" in student_exit.failure
+    assert student_exit.environment is None and "ended its process early" in student_exit.failure
 
 
 def test_environment_error_is_a_course_error():

@@ -7,8 +7,10 @@ it recomputes expected values itself. Messages never quote the checks' code.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,10 +30,14 @@ class Evidence:
     cells: dict[str, dict] = field(default_factory=dict)    # answer grade_id -> {"ok", "error", "output"}
     probes: dict[str, object] = field(default_factory=dict)  # probe name -> plain data
     sources: dict[str, str] = field(default_factory=dict)    # answer grade_id -> the student's code (trusted copy)
+    stopped: dict[str, str] = field(default_factory=dict)    # probe name -> why its process ended without a result
+    elsewhere: frozenset[str] = frozenset()                  # names the notebook defines in cells the grader never runs
     failure: str | None = None                               # why the sandbox run ended early
     environment: str | None = None                           # the grader's own failure: no grade may come of it
 
     def probe(self, name: str):
+        if name in self.stopped and name not in self.probes:
+            raise Fail(self.stopped[name])
         if name not in self.probes:
             raise Fail(self.failure or f"the grader received no result for {name}")
         return value(self.probes[name], name)
@@ -62,10 +68,34 @@ def _run(check, evidence: Evidence, inputs: dict) -> Verdict:
     try:
         check(evidence, inputs)
     except Fail as failure:
-        return Verdict(0.0, str(failure))
+        return Verdict(0.0, explain(str(failure), evidence))
     except Exception as exc:  # malformed data from the sandbox: the check cannot pass
-        return Verdict(0.0, f"the answer's results could not be checked ({type(exc).__name__})")
+        return Verdict(0.0, f"the answer's results could not be checked ({type(exc).__name__}: {str(exc)[:200]})")
     return Verdict(1.0, "passed")
+
+
+# "name 'x' is not defined" (Python), "x is not defined: did the answer cell run..." (probes' lookup)
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined|(\w+) is not defined: did the answer cell run")
+
+
+def explain(message: str, evidence: Evidence) -> str:
+    """``message``, plus the reason behind a missing name when the evidence shows it: an answer cell
+    that failed, or a name the notebook defines only in a cell the grader does not run."""
+    matches = _UNDEFINED.findall(message)
+    found = [python or ours for python, ours in matches]
+    failed = {g: c["error"] for g, c in evidence.cells.items()
+              if isinstance(c, dict) and c.get("ok") is False and isinstance(c.get("error"), str)}
+    missing = [ours for _, ours in matches if ours]  # an answer's function or class was never defined
+    if missing and failed:
+        grade_id = next((g for g in failed if g in missing), next(iter(failed)))
+        message = f"{message} (the answer cell {grade_id!r} failed: {failed[grade_id][:300]})"
+        found += [python or ours for python, ours in _UNDEFINED.findall(failed[grade_id])]
+    outside = sorted(set(found) & evidence.elsewhere)
+    if outside:
+        it = "it" if len(outside) == 1 else "them"
+        message += (f"; {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} defined in a cell that the "
+                    f"grader does not run (it runs only the answer cells): keep {it}, like any helper, in the answer cell")
+    return message
 
 
 @lru_cache(maxsize=None)
@@ -140,3 +170,40 @@ def uses(source: str, names: set[str], bare: bool = False) -> set[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
             found.add(node.value)  # getattr(F, "one_hot")
     return found
+
+
+class _Bound(ast.NodeVisitor):
+    """The names a module's top level binds (a function's or class's body is its own scope)."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node):
+        self.names.add(node.name)
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        pass
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+    def visit_alias(self, node):
+        self.names.add(node.asname or node.name.split(".")[0])
+
+
+def defined_names(source: str) -> set[str]:
+    """The names a notebook cell defines at its top level (IPython magics allowed); a static look."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except Exception:  # not Python (any error the parser or the magics' translation raises)
+        return set()
+    bound = _Bound()
+    bound.visit(tree)
+    return bound.names

@@ -79,7 +79,8 @@ def one_hot_range(evidence: Evidence, inputs: dict) -> None:
         what = f"one_hot({labels.tolist()}, {classes})"
         rec = value(rec, what)
         expect(rec["raised"] is not None, f"{what} should raise ValueError: labels must lie in [0, {classes})")
-        expect(rec["is_value_error"] is True, f"{what} raised {rec['raised']}, expected a ValueError")
+        expect(rec["is_value_error"] is True, f"{what} raised {rec['raised']}: {str(rec.get('message'))[:200]} "
+                                              f"(expected a ValueError: labels must lie in [0, {classes}))")
         expect(bool(str(rec["message"]).strip()), f"{what}: give the ValueError a message")
 
 
