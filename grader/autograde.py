@@ -39,7 +39,7 @@ class GraderEnvironmentError(CourseError):
     """The grading environment failed, not a student: grading stopped and this wrote no score."""
 
 
-class GradingInterrupted(Exception):
+class GradingInterrupted(BaseException):  # like KeyboardInterrupt: no `except Exception` may swallow it
     """Ctrl-C or SIGTERM: grading stopped; every result stored before it is kept."""
 
     def __init__(self, signum: int, outcomes: list | None = None):
