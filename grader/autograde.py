@@ -42,9 +42,9 @@ class GraderEnvironmentError(CourseError):
 class GradingInterrupted(BaseException):  # like KeyboardInterrupt: no `except Exception` may swallow it
     """Ctrl-C or SIGTERM: grading stopped; every result stored before it is kept."""
 
-    def __init__(self, signum: int, outcomes: list | None = None):
+    def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
-        self.signum, self.outcomes = signum, outcomes or []
+        self.signum, self.outcomes = signum, []  # outcomes: set by autograde() on its way out
 
     @property
     def exit_code(self) -> int:
@@ -216,15 +216,15 @@ def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprin
            db_url: str | None) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
-    score, max_score, pending = gradebook.record(course_dir, sub.assignment, result,
-                                                 gradebook.read_timestamp(sub.folder), unanswered, db_url)
+    score, max_score, pending, auto_scores = gradebook.record(course_dir, sub.assignment, result,
+                                                              gradebook.read_timestamp(sub.folder), unanswered,
+                                                              db_url)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     if result.sha256:  # an unreadable notebook is graded again next time
         _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
                                                     "score": score, "max_score": max_score, "note": note,
-                                                    "pending": pending, "auto_scores": gradebook.auto_scores(
-                                                        course_dir, sub.assignment.id, sub.student, db_url)})
+                                                    "pending": pending, "auto_scores": auto_scores})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
                    pending=pending)
 
@@ -286,12 +286,10 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
         try:
             outcomes = _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
                                     report, stop, db_url)
-        except GradingInterrupted as exc:
+        except BaseException as exc:
             _end_workers(pool)
-            exc.outcomes = outcomes
-            raise
-        except BaseException:
-            _end_workers(pool)
+            if isinstance(exc, GradingInterrupted):
+                exc.outcomes = outcomes
             raise
         pool.shutdown(wait=True)
         return outcomes

@@ -27,9 +27,7 @@ def autograde_with_course_grader(assignment: str, student: str, notebooks=None, 
     """nbgrader calls this in the course directory (its converters chdir there) after filing the
     submission. A failure is printed to the server's log; nbgrader swallows exceptions from hooks."""
     argv = [sys.executable, "-m", "grader", "autograde", "--course-dir", os.getcwd(), "--assignment", assignment,
-            "--student", student, "--force", "--workers", "1"]
-    if os.environ.get("GRADER_DB_URL"):
-        argv += ["--db-url", os.environ["GRADER_DB_URL"]]
+            "--student", student, "--force", "--workers", "1"]  # --db-url comes from GRADER_DB_URL, as here
     done = subprocess.run(argv, capture_output=True, text=True)
     sys.stderr.write(done.stdout + done.stderr)
     if done.returncode != 0:

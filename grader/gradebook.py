@@ -35,29 +35,25 @@ def recorded(course_dir: Path, db_url: str | None = None) -> dict[tuple[str, str
     """(assignment, student) -> the automatic scores the gradebook holds for that submission,
     ``[[grade cell, score], ...]``. The ledger keeps the same list, so a score changed by anything
     but this grader (nbgrader's own autograde, a script) gets that submission graded again."""
-    return _auto_scores(course_dir, db_url)
+    with _gradebook(course_dir, db_url) as gb:
+        return _auto_scores(gb)
 
 
-def auto_scores(course_dir: Path, assignment_id: str, student: str, db_url: str | None = None) -> list:
-    return _auto_scores(course_dir, db_url, (assignment_id, student)).get((assignment_id, student), [])
-
-
-def _auto_scores(course_dir: Path, db_url: str | None, only: tuple[str, str] | None = None) -> dict:
+def _auto_scores(gb, only: tuple[str, str] | None = None) -> dict:
     from nbgrader.api import Assignment as Assigned
     from nbgrader.api import Grade, GradeCell, SubmittedAssignment, SubmittedNotebook
 
-    with _gradebook(course_dir, db_url) as gb:
-        query = (gb.db.query(Assigned.name, SubmittedAssignment.student_id, GradeCell.name, Grade.auto_score)
-                 .join(SubmittedAssignment, SubmittedAssignment.assignment_id == Assigned.id)
-                 .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-                 .join(Grade, Grade.notebook_id == SubmittedNotebook.id)
-                 .join(GradeCell, GradeCell.id == Grade.cell_id))
-        if only is not None:
-            query = query.filter(Assigned.name == only[0], SubmittedAssignment.student_id == only[1])
-        found = {}
-        for assignment, student, cell, score in query.order_by(GradeCell.name):
-            found.setdefault((assignment, student), []).append([cell, score])
-        return found
+    query = (gb.db.query(Assigned.name, SubmittedAssignment.student_id, GradeCell.name, Grade.auto_score)
+             .join(SubmittedAssignment, SubmittedAssignment.assignment_id == Assigned.id)
+             .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+             .join(Grade, Grade.notebook_id == SubmittedNotebook.id)
+             .join(GradeCell, GradeCell.id == Grade.cell_id))
+    if only is not None:
+        query = query.filter(Assigned.name == only[0], SubmittedAssignment.student_id == only[1])
+    found = {}
+    for assignment, student, cell, score in query.order_by(GradeCell.name):
+        found.setdefault((assignment, student), []).append([cell, score])
+    return found
 
 
 RECORD_ATTEMPTS = 3
@@ -65,9 +61,9 @@ EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what `nbgrader co
 
 
 def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
-           unanswered: set[str], db_url: str | None = None) -> tuple[float, float, float]:
+           unanswered: set[str], db_url: str | None = None) -> tuple[float, float, float, list]:
     """Store one submission's scores; returns (score, max_score, points left to the instructor) as
-    the gradebook computes them. Written answers are nbgrader's manually graded answers: like
+    the gradebook computes them, and its automatic scores as ``recorded`` lists them. Written answers are nbgrader's manually graded answers: like
     ``nbgrader autograde``, an answer left as released scores 0, any other waits for a human.
 
     Two graders sharing a gradebook may create the same student or submission at once: nbgrader
@@ -83,7 +79,7 @@ def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: 
 
 
 def _record_once(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
-                 unanswered: set[str], db_url: str | None) -> tuple[float, float, float]:
+                 unanswered: set[str], db_url: str | None) -> tuple[float, float, float, list]:
     from nbgrader.api import MissingEntry
     from nbgrader.utils import parse_utc
 
@@ -110,7 +106,8 @@ def _record_once(course_dir: Path, assignment: Assignment, result: Result, times
             comment.auto_comment = "No response." if comment.name in unanswered else None
         gb.db.commit()
         submission = gb.find_submission(assignment.id, result.student)
-        return float(submission.score), float(submission.max_score), pending
+        key = (assignment.id, result.student)
+        return float(submission.score), float(submission.max_score), pending, _auto_scores(gb, key).get(key, [])
 
 
 def write_autograded(course_dir: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:

@@ -265,15 +265,24 @@ def _cheat_metadata(nb):
             cell.pop("execution_count", None)
 
 
-def submit_solutions(course_dir: Path, assignment_id: str, students: list[str]) -> None:
-    """Prepare the assignment in ``course_dir`` and submit its reference answers for each student."""
+def prepared_release(course_dir: Path, assignment_id: str) -> nbformat.NotebookNode:
+    """Prepare the assignment in ``course_dir``; its released notebook, to fill with answers."""
     assignment = course.find(assignment_id)
     course.prepare(course_dir, assignment)
-    release = nbformat.read(course_dir / "release" / assignment_id / assignment.notebook_name, as_version=4)
+    return nbformat.read(course_dir / "release" / assignment_id / assignment.notebook_name, as_version=4)
+
+
+def submit(course_dir: Path, student: str, assignment_id: str, nb: nbformat.NotebookNode) -> None:
+    folder = course_dir / "submitted" / student / assignment_id
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{assignment_id}.ipynb")
+
+
+def submit_solutions(course_dir: Path, assignment_id: str, students: list[str]) -> None:
+    """Prepare the assignment in ``course_dir`` and submit its reference answers for each student."""
+    release = prepared_release(course_dir, assignment_id)
     for student in students:
-        folder = course_dir / "submitted" / student / assignment_id
-        folder.mkdir(parents=True)
-        nbformat.write(fill(release, solution_answers(assignment)), folder / assignment.notebook_name)
+        submit(course_dir, student, assignment_id, fill(release, solution_answers(course.find(assignment_id))))
 
 
 def total_points(assignment_id: str) -> float:

@@ -18,7 +18,7 @@ from grader import course, grading, sandbox
 from grader.checks import Evidence, defined_names, explain
 from grader.autograde import autograde
 from grader.samples import fill, solution_answers
-from submissions import LIMITS
+from submissions import LIMITS, prepared_release, submit
 
 AID = "02_tensor_toolbox"
 STOPPED = f"the grader stopped your code after {LIMITS.cell_s} s"
@@ -52,19 +52,15 @@ def _helper_in_a_lesson_cell(nb):
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     course_dir = tmp_path_factory.mktemp("isolation")
-    assignment = course.find(AID)
-    course.prepare(course_dir, assignment)
-    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
-    pairwise = {"pairwise_sq_distances": solution_answers(assignment)["pairwise_sq_distances"]}
+    release = prepared_release(course_dir, AID)
+    pairwise = {"pairwise_sq_distances": solution_answers(course.find(AID))["pairwise_sq_distances"]}
     students = {name: {"one_hot": code} for name, (code, _) in BROKEN_ONE_HOT.items()}
     students["no_range_check"] = {"one_hot": "def one_hot(labels, num_classes):\n" + SCATTER}
     for student, answers in students.items():
         nb = fill(release, {**answers, **pairwise})
         if student == "helper_elsewhere":
             _helper_in_a_lesson_cell(nb)
-        folder = course_dir / "submitted" / student / AID
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{AID}.ipynb")
+        submit(course_dir, student, AID, nb)
     outcomes = {o.student: o for o in autograde(course_dir, AID, workers=2, report=lambda _: None, limits=LIMITS)}
     return course_dir, outcomes
 

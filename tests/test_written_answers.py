@@ -6,7 +6,7 @@ from nbgrader.api import Gradebook
 from grader import cli, course
 from grader.autograde import autograde
 from grader.samples import fill, solution_answers
-from submissions import LIMITS
+from submissions import LIMITS, prepared_release, submit
 
 AID = "11_inference"
 WRITTEN, MEASURED = "explain_max_batch", "measure_max_batch"
@@ -32,18 +32,14 @@ def test_three_notebooks_have_a_written_answer_next_to_a_measurement():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     course_dir = tmp_path_factory.mktemp("written")
-    assignment = course.find(AID)
-    course.prepare(course_dir, assignment)
-    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
-    code = solution_answers(assignment)
+    release = prepared_release(course_dir, AID)
+    code = solution_answers(course.find(AID))
     answers = {
         "wrote": {**code, MEASURED: "print('my sweep')\n", WRITTEN: "I chose max_batch 8: it keeps up.\n"},
         "left_blank": code,  # the written answer exactly as released
     }
     for student, cells in answers.items():
-        folder = course_dir / "submitted" / student / AID
-        folder.mkdir(parents=True)
-        nbformat.write(fill(release, cells), folder / f"{AID}.ipynb")
+        submit(course_dir, student, AID, fill(release, cells))
     outcomes = {o.student: o for o in autograde(course_dir, AID, workers=2, report=lambda _: None, limits=LIMITS)}
     return course_dir, outcomes
 

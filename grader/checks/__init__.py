@@ -153,8 +153,6 @@ def uses(source: str, names: set[str], bare: bool = False) -> set[str]:
     """Which of ``names`` the code reaches by attribute (``F.one_hot``) or import, and with
     ``bare=True`` also as a plain name (one the notebook's import cell binds): a static look at the
     student's source, done here, so nothing in the sandbox can hide it."""
-    import ast
-
     try:
         tree = ast.parse(source)
     except SyntaxError:
