@@ -114,7 +114,12 @@ def cmd_feedback(args) -> int:
 
     _require_gradebook(args.course_dir, args.db_url)
     autograded = args.course_dir / "autograded"
-    jobs = sorted((p.name, p.parent.name) for p in autograded.glob("*/*") if p.is_dir()) if autograded.is_dir() else []
+    folders = [p for p in autograded.glob("*/*") if p.is_dir()] if autograded.is_dir() else []
+    jobs = sorted((p.name, p.parent.name) for p in folders
+                  if args.assignment in (None, p.name) and args.student in (None, p.parent.name))
+    if not jobs and (args.assignment or args.student):
+        asked = " and ".join(f"--{k} {v}" for k, v in (("assignment", args.assignment), ("student", args.student)) if v)
+        raise CourseError(f"no autograded submission in {autograded} matches {asked}: run autograde first")
     status = 0
     with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
         errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs),
@@ -164,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)
     p.set_defaults(func=cmd_export)
     p = with_db_url(with_course_dir("feedback", "write per-student HTML feedback"))
+    p.add_argument("--assignment", help="only this assignment's pages (default: every autograded one)")
+    p.add_argument("--student", help="only this student's pages")
     p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel conversions (default: cores)")
     p.set_defaults(func=cmd_feedback)
     return parser

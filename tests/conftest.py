@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,11 @@ def graded_course(tmp_path_factory):
 
     course_dir = tmp_path_factory.mktemp("course")
     assert cli.main(["samples", "--course-dir", str(course_dir)]) == 0
+    # Each "correct" sample is the very notebook the grader checks as the assignment's reference
+    # solution before the batch (full marks, or the assignment is refused): one copy is graded as a student.
+    for folder in (course_dir / "submitted").glob("sample_correct/*"):
+        if folder.name != AID:
+            shutil.rmtree(folder)
     (course_dir / "submitted" / "stray" / "99_not_an_assignment").mkdir(parents=True)
     (course_dir / "submitted" / "empty_handed" / AID).mkdir(parents=True)
     write_adversarial(course_dir)
@@ -77,8 +83,9 @@ def graded_course(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def feedback_pages(graded_course):
-    """nbgrader feedback for the whole batch, generated once."""
+    """nbgrader feedback for the batch's 03_building_models submissions (the cheats among them), generated once."""
     from grader import cli
+    from submissions import AID
 
-    assert cli.main(["feedback", "--course-dir", str(graded_course.dir)]) == 0
+    assert cli.main(["feedback", "--course-dir", str(graded_course.dir), "--assignment", AID]) == 0
     return set((graded_course.dir / "feedback").glob("*/*/*.html"))

@@ -108,7 +108,8 @@ for _path in _found:
                 exec("".join(_cell["source"]))
 """},
     "cheat_kill_process": {"deep_mlp": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"},
-    "cheat_infinite_loop": {"deep_mlp": "while True:\n    pass", "fold_normalize": "while True:\n    pass"},
+    # one cell deadline's worth (test_exercise_isolation.py: a hang in each of several exercises)
+    "cheat_infinite_loop": {"deep_mlp": "while True:\n    pass"},
     "cheat_huge_memory": {"deep_mlp": "hog = torch.empty(2**40)\nkeep = [bytearray(2**30) for _ in range(64)]"},
     "cheat_fork_bomb": {"deep_mlp": "import os\nwhile True:\n    os.fork()"},
     "cheat_exit": {"deep_mlp": "import sys\nsys.exit(0)", "fold_normalize": "import os\nos._exit(0)"},

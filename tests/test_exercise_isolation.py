@@ -3,8 +3,8 @@ grader's doing, and feedback leads with the verdicts (issue 10).
 
 Real 02_tensor_toolbox submissions, graded in ONE batch: every one has the reference
 ``pairwise_sq_distances`` (6 points) and a ``one_hot`` (6 points) that hangs, crashes or misses a
-helper. The batch's short limits (``submissions.LIMITS``) make a hang cost one cell deadline, well
-within the wall clock: every run must still finish (no note that the whole notebook ran out of
+helper. The batch's short limits (``LIMITS``) make a hang cost one cell deadline, well within
+the wall clock: every run must still finish (no note that the whole notebook ran out of
 time) and give ``pairwise_sq_distances`` its full points.
 """
 import io
@@ -18,9 +18,12 @@ from grader import course, grading, sandbox
 from grader.checks import Evidence, defined_names, explain
 from grader.autograde import autograde
 from grader.samples import fill, solution_answers
-from submissions import LIMITS, prepared_release, submit
+from submissions import prepared_release, submit
 
 AID = "02_tensor_toolbox"
+# Shorter deadlines than the adversarial batch's: every hang here costs several probe deadlines, and
+# 02's honest code (the reference solution's included) needs well under a second per cell.
+LIMITS = sandbox.Limits(wall_s=90, cell_s=8)
 STOPPED = f"the grader stopped your code after {LIMITS.cell_s} s"
 ONE_HOT_TESTS = ("test_one_hot_values", "test_one_hot_range", "test_one_hot_no_builtin")
 SCATTER = ("    out = torch.zeros(len(labels), num_classes, dtype=torch.int64, device=labels.device)\n"

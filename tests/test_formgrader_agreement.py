@@ -9,7 +9,7 @@ import tomllib
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import course
+from grader import cli, course
 from grader.samples import SAMPLES_DIR
 
 AID = "00_measure_first"
@@ -24,16 +24,14 @@ def _score(course_dir, student=STUDENT):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     course_dir = tmp_path_factory.mktemp("agree")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "grader", *a, "--course-dir", str(course_dir)],  # noqa: E731
-                                    check=True, capture_output=True, text=True, cwd=course.REPO_ROOT)
-    run("samples", "--assignment", AID)
+    assert cli.main(["samples", "--assignment", AID, "--course-dir", str(course_dir)]) == 0
     for folder in (course_dir / "submitted").iterdir():
         if folder.name != STUDENT:
             subprocess.run(["rm", "-rf", str(folder)], check=True)
     # as `nbgrader collect` leaves it: the exchange's feedback is filed under the submission's timestamp
     (course_dir / "submitted" / STUDENT / AID / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
     (course_dir / "submitted" / STUDENT / AID / "submission_secret.txt").write_text("4f1c2e")
-    run("autograde")
+    assert cli.main(["autograde", "--course-dir", str(course_dir)]) == 0
     return course_dir
 
 
@@ -49,17 +47,17 @@ def test_the_autograde_button_runs_the_course_grader(graded):
     assert "Grader: not passed" in feedback  # the course grader's notebook, not nbgrader's execution
 
 
-def test_a_score_changed_behind_the_graders_back_is_graded_again(graded):
+def test_a_score_changed_behind_the_graders_back_is_graded_again(graded, capsys):
     expected = _score(graded)
     with Gradebook(course.nbgrader_config(graded).CourseDirectory.db_url) as gb:
         for grade in gb.find_submission_notebook(AID, AID, STUDENT).grades:
             grade.auto_score = grade.max_score  # what an unsandboxed visible-tests-only grading would write
         gb.db.commit()
     assert _score(graded) != expected
-    done = subprocess.run([sys.executable, "-m", "grader", "autograde", "--course-dir", str(graded)],
-                          capture_output=True, text=True, cwd=course.REPO_ROOT)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "(unchanged, kept)" not in done.stdout and f"{STUDENT} {AID}: {expected:g} / 10 in" in done.stdout
+    capsys.readouterr()
+    assert cli.main(["autograde", "--course-dir", str(graded)]) == 0
+    out = capsys.readouterr().out
+    assert "(unchanged, kept)" not in out and f"{STUDENT} {AID}: {expected:g} / 10 in" in out
     assert _score(graded) == expected
 
 
@@ -72,8 +70,7 @@ def test_release_and_release_feedback_use_the_instructors_exchange(graded):
     assert released.returncode == 0, released.stdout + released.stderr
     outbound = graded / "exchange" / course.COURSE_ID / "outbound" / AID / f"{AID}.ipynb"
     assert outbound.is_file() and outbound.stat().st_uid == os.geteuid()
-    assert subprocess.run([sys.executable, "-m", "grader", "feedback", "--course-dir", str(graded)],
-                          capture_output=True, cwd=course.REPO_ROOT).returncode == 0
+    assert cli.main(["feedback", "--course-dir", str(graded)]) == 0
     sent = nbgrader("release_feedback", AID)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     assert list((graded / "exchange" / course.COURSE_ID / "feedback").glob("*.html"))  # filed by hash for fetch_feedback

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import course
+from grader import cli, course
 from grader.samples import SAMPLES_DIR
 
 AID = "00_measure_first"  # samples of a few seconds each
@@ -43,13 +43,19 @@ def _wait_for_sandboxes(proc) -> list[psutil.Process]:
     pytest.fail("no sandbox started within 30 s")
 
 
-@pytest.fixture
-def course_dir(tmp_path):
-    subprocess.run([sys.executable, "-m", "grader", "samples", "--course-dir", str(tmp_path), "--assignment", AID],
-                   check=True, capture_output=True, cwd=course.REPO_ROOT)
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("prepared")
+    assert cli.main(["samples", "--course-dir", str(folder), "--assignment", AID]) == 0
     for extra in KEEP_OUT:  # three students suffice: two sandboxes at once and one in the queue
-        shutil.rmtree(tmp_path / "submitted" / f"sample_{extra}")
-    return tmp_path
+        shutil.rmtree(folder / "submitted" / f"sample_{extra}")
+    return folder
+
+
+@pytest.fixture
+def course_dir(prepared, tmp_path):
+    """A fresh copy for each test: assignment generated, nothing graded yet."""
+    return shutil.copytree(prepared, tmp_path / "course")
 
 
 @pytest.mark.parametrize("how", ["ctrl-c twice", "sigterm"])

@@ -8,6 +8,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import cli, course
+from grader.checks import registry
 from grader.samples import SAMPLES_DIR, sample_answers
 from utils import claims
 from utils import records as records_module
@@ -62,8 +63,6 @@ def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id,
 
 
 def test_every_assignment_has_checks_and_samples():
-    from grader.checks import registry
-
     assert set(registry()) == {a.id for a in course.assignments()}
     for assignment_id, expected in expected_scores().items():
         assert set(sample_answers(course.find(assignment_id))) == set(expected)
@@ -73,10 +72,18 @@ def test_every_assignment_has_checks_and_samples():
 
 
 def test_samples_score_as_expected(graded):
-    _, outcomes, _ = graded
+    course_dir, outcomes, _ = graded
+    # The batch grades one "correct" sample; the others are the reference solutions the grader
+    # checked (and cached as passed) before the batch: the same notebooks, graded the same way.
+    passed = json.loads((course_dir / ".grader" / "references" / "passed.json").read_text())
+    assert set(passed) == set(expected_scores())
     for assignment_id, expected in expected_scores().items():
         full = sum(points(assignment_id).values())
+        # a passed reference has every automatic check in full (written answers wait for the instructor)
+        assert expected["correct"] == sum(points(assignment_id)[test] for test in registry()[assignment_id].tests)
         for sample, score in expected.items():
+            if sample == "correct" and assignment_id != AID:
+                continue
             outcome = outcomes[(f"sample_{sample}", assignment_id)]
             assert outcome.error is None and outcome.max_score == full, outcome.line()
             assert outcome.score == score, outcome.line()
@@ -123,11 +130,14 @@ def test_export_writes_nbgrader_csv(graded, tmp_path):
             assert float(rows[key]["max_score"]) == outcome.max_score
 
 
-def test_feedback_pages_for_every_graded_student(graded, feedback_pages):
+def test_feedback_pages_for_every_graded_student(graded, feedback_pages, capsys):
     course_dir, outcomes, _ = graded
     for (student, assignment), outcome in outcomes.items():
-        if outcome.error is None:
+        if outcome.error is None and assignment == AID:
             assert course_dir / "feedback" / student / assignment / f"{assignment}.html" in feedback_pages
+    assert {page.parent.name for page in feedback_pages} == {AID}  # --assignment: that assignment's pages alone
+    assert cli.main(["feedback", "--course-dir", str(course_dir), "--student", "nobody"]) == 2
+    assert "no autograded submission" in capsys.readouterr().err
 
 
 def test_cli_exit_codes(graded, capsys, tmp_path):
