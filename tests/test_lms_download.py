@@ -10,7 +10,7 @@ import zipfile
 
 import nbformat
 
-from grader import course
+from grader import cli, course
 from grader.samples import SAMPLES_DIR, fill, sample_answers
 
 AID = "00_measure_first"
@@ -29,7 +29,7 @@ def _run(argv, cwd):
     return done
 
 
-def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path):
+def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path, capsys):
     course_dir = tmp_path / "course"
     assignment = course.find(AID)
     released = nbformat.read(assignment.release_path, as_version=4)
@@ -47,13 +47,14 @@ def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path):
     (tmp_path / "roster.csv").write_text(ROSTER)
     _run(["nbgrader", "db", "student", "import", str(tmp_path / "roster.csv")], course_dir)
 
-    graded = _run([sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir)], course.REPO_ROOT)
+    capsys.readouterr()
+    assert cli.main(["autograde", "--course-dir", str(course_dir)]) == 0  # `python -m grader autograde`
+    graded = capsys.readouterr().out
     expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
-    assert f"1234 {AID}: {expected['correct']} / 10" in graded.stdout, graded.stdout
-    assert f"2345 {AID}: {expected['naive']} / 10" in graded.stdout, graded.stdout
+    assert f"1234 {AID}: {expected['correct']} / 10" in graded, graded
+    assert f"2345 {AID}: {expected['naive']} / 10" in graded, graded
 
-    _run([sys.executable, "-m", "grader", "export", "--course-dir", str(course_dir), "--to",
-          str(tmp_path / "grades.csv")], course.REPO_ROOT)
+    assert cli.main(["export", "--course-dir", str(course_dir), "--to", str(tmp_path / "grades.csv")]) == 0
     rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert (rows["1234"]["first_name"], rows["1234"]["last_name"], float(rows["1234"]["score"])) == \
         ("Jane", "Doe", expected["correct"])
