@@ -33,8 +33,9 @@ SCATTER = ("    out = torch.zeros(len(labels), num_classes, dtype=torch.int64, d
 BROKEN_ONE_HOT = {
     "endless_loop": ("def one_hot(labels, num_classes):\n    while True:\n        pass\n",
                      STOPPED),
-    "swallows_the_deadline": ("def one_hot(labels, num_classes):\n    while True:\n        try:\n"
-                              "            while True:\n                pass\n        except BaseException:\n"
+    # idle, not spinning: the deadline is the same, and the CPU stays free for the other worker
+    "swallows_the_deadline": ("import time\ndef one_hot(labels, num_classes):\n    while True:\n        try:\n"
+                              "            while True:\n                time.sleep(1)\n        except BaseException:\n"
                               "            pass\n", STOPPED),
     "exits": ("import os\ndef one_hot(labels, num_classes):\n    os._exit(3)\n", "exit code 3"),
     "kills_itself": ("import os, signal\ndef one_hot(labels, num_classes):\n    os.kill(os.getpid(), signal.SIGKILL)\n",

@@ -69,6 +69,12 @@ class _LargestTensor(TorchDispatchMode):
         super().__init__()
         self.bytes = 0
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Left True, torch wraps __torch_dispatch__ in torch._disable_dynamo, whose first call imports
+        # Dynamo: seconds of CPU in every sandbox, for a mode that never meets torch.compile.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in tree_leaves(out):
