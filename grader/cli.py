@@ -119,7 +119,7 @@ def cmd_feedback(args) -> int:
                   if args.assignment in (None, p.name) and args.student in (None, p.parent.name))
     if not jobs and (args.assignment or args.student):
         asked = " and ".join(f"--{k} {v}" for k, v in (("assignment", args.assignment), ("student", args.student)) if v)
-        raise CourseError(f"no autograded submission in {autograded} matches {asked}: run autograde first")
+        raise CourseError(f"no autograded submission in {autograded} matches {asked}: check the ids, or run autograde first")
     status = 0
     with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
         errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs),
