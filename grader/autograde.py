@@ -181,6 +181,7 @@ def _end_workers(pool) -> None:
         child.kill()
     pool.shutdown(wait=True)
 
+
 def _ledger_path(course_dir: Path, sub: Submission) -> Path:
     return course_dir / LEDGER / sub.student / f"{sub.assignment.id}.json"
 

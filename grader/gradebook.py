@@ -63,8 +63,9 @@ EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what `nbgrader co
 def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
            unanswered: set[str], db_url: str | None = None) -> tuple[float, float, float, list]:
     """Store one submission's scores; returns (score, max_score, points left to the instructor) as
-    the gradebook computes them, and its automatic scores as ``recorded`` lists them. Written answers are nbgrader's manually graded answers: like
-    ``nbgrader autograde``, an answer left as released scores 0, any other waits for a human.
+    the gradebook computes them, and its automatic scores as ``recorded`` lists them. Written
+    answers are nbgrader's manually graded answers: like ``nbgrader autograde``, an answer left as
+    released scores 0, any other waits for a human.
 
     Two graders sharing a gradebook may create the same student or submission at once: nbgrader
     then refuses the second insert (rolled back, InvalidEntry) and the next attempt finds the row."""

@@ -107,7 +107,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
         result.environment = evidence.environment
         return result
     evidence.sources = code
-    evidence.elsewhere = _defined_elsewhere(answers.notebook, set(code) - cells.unrun)
+    evidence.elsewhere = _defined_elsewhere(answers.nb, set(code) - cells.unrun)
     result.cells = evidence.cells
     result.verdicts = {k: (v.fraction, v.message) for k, v in checks.judge(evidence, inputs).items()}
     for ran in result.cells.values():  # an answer cell's own error, as the feedback page shows it
@@ -118,11 +118,11 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     return result
 
 
-def _defined_elsewhere(notebook: Path, ran: set[str]) -> frozenset[str]:
+def _defined_elsewhere(nb, ran: set[str]) -> frozenset[str]:
     """Names the student's notebook defines in code cells the grader does not run (its own copy of
     the setup cells included: the grader runs the course's), for messages about a missing name."""
     names: set[str] = set()
-    for cell in nbformat.read(notebook, as_version=4).get("cells", []):  # submission.read has vetted the file
+    for cell in nb.get("cells", []):
         meta = cell.get("metadata", {}).get("nbgrader")
         source = cell.get("source")
         if (cell.get("cell_type") == "code" and isinstance(source, str)

@@ -80,11 +80,10 @@ def main(job_dir: str, fd: int) -> None:
         if not ok and job.get("isolated"):
             _end_other_processes()
 
-    frame_cap = job.get("frame_bytes", 64 * 2**20)
     for name in job["probes"]:
         threads(1)  # fork() copies no OpenMP threads: a parallel region in the probe would wait for them forever
         frame, stopped = _probe_in_child(probes[name], shell.user_ns, inputs.get(name), name, job["cell_s"],
-                                         frame_cap, encode)
+                                         job["frame_bytes"], encode)
         if frame is not None:
             _write_all(fd, frame)
             continue

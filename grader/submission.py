@@ -22,9 +22,9 @@ class Unreadable(Exception):
 
 @dataclass
 class Answers:
-    notebook: Path
     sha256: str
     cells: dict[str, str]                          # answer grade_id -> source (present ones only)
+    nb: nbformat.NotebookNode                      # the whole notebook, as read and vetted here
     notes: list[str] = field(default_factory=list)
 
 
@@ -65,7 +65,7 @@ def read(folder: Path, notebook_name: str, answer_ids: list[str], written_ids: t
     kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name")
     if kernel not in (None, "python3"):
         notes.append(f"the notebook's kernel {kernel!r} was ignored: answers are always run with Python 3")
-    return Answers(path, hashlib.sha256(raw).hexdigest(), _answer_cells(nb, answer_ids, written_ids, notes), notes)
+    return Answers(hashlib.sha256(raw).hexdigest(), _answer_cells(nb, answer_ids, written_ids, notes), nb, notes)
 
 
 def _answer_cells(nb, answer_ids: list[str], written_ids, notes: list[str]) -> dict[str, str]:

@@ -3,10 +3,12 @@
 ``write_adversarial`` adds cheats, broken files and honest students in unusual shapes to a course
 whose assignments are already generated; ``tests/conftest.py`` grades them in ONE batch together
 with every bundled sample, and the tests in ``test_grader_adversarial.py`` and
-``test_pipeline.py`` read that batch.
+``test_pipeline.py`` read that batch. It also holds the helpers several test modules share.
 """
 import hashlib
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -19,6 +21,16 @@ REPO = course.REPO_ROOT
 # The batch's limits: short, so the infinite loops and the flood end quickly; every honest
 # answer of every notebook must finish well inside them.
 LIMITS = sandbox.Limits(wall_s=90, cell_s=20)
+
+
+def interpreter_env() -> dict[str, str]:
+    """This environment with the interpreter's bin/ first on PATH: nbgrader runs `alembic` by name."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Plain ``nbgrader ARGS`` run in ``cwd`` (a course directory), output captured."""
+    return subprocess.run(["nbgrader", *args], cwd=cwd, env=interpreter_env(), capture_output=True, text=True)
 
 
 WRONG_MLP = """

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,9 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+
+from submissions import interpreter_env
+from utils.distributed import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium")
@@ -42,12 +44,6 @@ PROGRESS_CELL = "from tqdm.auto import tqdm\nfor _ in tqdm(range(50), desc='epoc
 
 # ---------------------------------------------------------------- servers and browser
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _write_lab_settings(folder: Path) -> None:
     """JupyterLab's user settings: the defaults, without news or update checks (no network here)."""
     path = folder / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
@@ -58,8 +54,7 @@ def _write_lab_settings(folder: Path) -> None:
 def _course_env() -> dict[str, str]:
     """This environment's bin/ first on PATH (nbgrader runs `alembic` by name), this checkout first
     on PYTHONPATH (the notebooks and the grader import `utils` and `grader` from it)."""
-    return {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return {**interpreter_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
 @contextlib.contextmanager
@@ -67,7 +62,7 @@ def jupyter_lab(root: Path, cwd: Path, scratch: Path):
     """`jupyter lab` from this interpreter's environment, rooted at ``root`` and run in ``cwd``;
     yields its URL and stops it, with its kernels, on exit. Kernels import ``utils`` from this
     checkout."""
-    port = _free_port()
+    port = free_port()
     _write_lab_settings(scratch / "lab-settings")
     env = {**_course_env(), "JUPYTER_CONFIG_DIR": str(scratch / "jupyter-config"),
            "JUPYTER_RUNTIME_DIR": str(scratch / "runtime")}

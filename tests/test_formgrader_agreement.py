@@ -3,7 +3,6 @@ also `nbgrader autograde`) runs the course grader, and the course grader notices
 changed behind its back instead of keeping its cached result."""
 import os
 import subprocess
-import sys
 import tomllib
 
 import pytest
@@ -11,6 +10,7 @@ from nbgrader.api import Gradebook
 
 from grader import cli, course
 from grader.samples import SAMPLES_DIR
+from submissions import nbgrader
 
 AID = "00_measure_first"
 STUDENT = "sample_current_device"  # passes every visible test; a hidden check takes 2 points
@@ -37,9 +37,7 @@ def graded(tmp_path_factory):
 
 def test_the_autograde_button_runs_the_course_grader(graded):
     expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())["current_device"]
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["nbgrader", "autograde", AID, "--student", STUDENT, "--force"], cwd=graded, env=env,
-                          capture_output=True, text=True)
+    done = nbgrader("autograde", AID, "--student", STUDENT, "--force", cwd=graded)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{STUDENT} {AID}: {expected} / 10" in done.stderr  # the course grader's own report, via the hook
     assert _score(graded) == expected  # plain nbgrader (visible tests only) would have given 10
@@ -64,13 +62,11 @@ def test_a_score_changed_behind_the_graders_back_is_graded_again(graded, capsys)
 def test_release_and_release_feedback_use_the_instructors_exchange(graded):
     """formgrader's Release and Release Feedback (nbgrader's exchange) work out of the box: the course's
     configuration puts the exchange in the course directory, owned by the instructor."""
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
-    nbgrader = lambda *a: subprocess.run(["nbgrader", *a], cwd=graded, env=env, capture_output=True, text=True)  # noqa: E731
-    released = nbgrader("release_assignment", AID, "--force")
+    released = nbgrader("release_assignment", AID, "--force", cwd=graded)
     assert released.returncode == 0, released.stdout + released.stderr
     outbound = graded / "exchange" / course.COURSE_ID / "outbound" / AID / f"{AID}.ipynb"
     assert outbound.is_file() and outbound.stat().st_uid == os.geteuid()
     assert cli.main(["feedback", "--course-dir", str(graded)]) == 0
-    sent = nbgrader("release_feedback", AID)
+    sent = nbgrader("release_feedback", AID, cwd=graded)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     assert list((graded / "exchange" / course.COURSE_ID / "feedback").glob("*.html"))  # filed by hash for fetch_feedback

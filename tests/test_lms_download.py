@@ -2,9 +2,6 @@
 a roster import names the students, `python -m grader autograde` grades them, the export lists
 them by name. README: "Submissions from an LMS"."""
 import csv
-import os
-import subprocess
-import sys
 import tomllib
 import zipfile
 
@@ -12,6 +9,7 @@ import nbformat
 
 from grader import cli, course
 from grader.samples import SAMPLES_DIR, fill, sample_answers
+from submissions import nbgrader
 
 AID = "00_measure_first"
 # The README's named_regexp for Canvas downloads: <name>[_LATE]_<user id>_<submission id>_<file>[-<n>].ipynb
@@ -22,11 +20,9 @@ FILES = {"doejane_LATE_1234_56789_00_measure_first.ipynb": "correct",
 ROSTER = "id,first_name,last_name,email\n1234,Jane,Doe,jane@example.edu\n2345,John,Smith,john@example.edu\n"
 
 
-def _run(argv, cwd):
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+def _nbgrader(*args: str, cwd):
+    done = nbgrader(*args, cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
-    return done
 
 
 def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path, capsys):
@@ -40,12 +36,12 @@ def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path, capsys
         for name, sample in FILES.items():
             download.writestr(name, nbformat.writes(fill(released, answers[sample])))
 
-    _run(["nbgrader", "zip_collect", AID, f"--FileNameCollectorPlugin.named_regexp={CANVAS}"], course_dir)
+    _nbgrader("zip_collect", AID, f"--FileNameCollectorPlugin.named_regexp={CANVAS}", cwd=course_dir)
     assert sorted(p.relative_to(course_dir / "submitted").as_posix()
                   for p in (course_dir / "submitted").rglob("*.ipynb")) == [f"1234/{AID}/{AID}.ipynb",
                                                                              f"2345/{AID}/{AID}.ipynb"]
     (tmp_path / "roster.csv").write_text(ROSTER)
-    _run(["nbgrader", "db", "student", "import", str(tmp_path / "roster.csv")], course_dir)
+    _nbgrader("db", "student", "import", str(tmp_path / "roster.csv"), cwd=course_dir)
 
     capsys.readouterr()
     assert cli.main(["autograde", "--course-dir", str(course_dir)]) == 0  # `python -m grader autograde`

@@ -9,7 +9,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,15 +23,10 @@ from grader import cli, course, database, gradebook
 from grader.autograde import discover, shard_of
 from grader.grading import Result
 from grader.samples import SAMPLES_DIR, write_samples
+from utils.distributed import free_port
 
 AID = "01_tensors_devices"  # three samples, quick to grade
 INITDB = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +36,7 @@ def postgres():
         pytest.fail("PostgreSQL is not installed: run `make env` (it installs Debian's postgresql package)")
     bin_dir, folder = INITDB[-1].parent, Path(tempfile.mkdtemp(prefix="grader-postgres-"))
     as_owner = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
-    password, port = secrets.token_hex(12), _free_port()
+    password, port = secrets.token_hex(12), free_port()
     (folder / "password").write_text(password)
     if as_owner:
         for path in (folder, folder / "password"):
@@ -203,7 +197,7 @@ def test_bad_urls_and_unreachable_servers_are_one_line_errors_without_the_passwo
     wrong_password = f"postgresql://grader:not-{secret}@127.0.0.1:{postgres.port}/sharded"
     cases = {
         wrong_password: "password authentication failed",
-        f"postgresql://grader:{secret}@127.0.0.1:{_free_port()}/sharded": "Connection refused",
+        f"postgresql://grader:{secret}@127.0.0.1:{free_port()}/sharded": "Connection refused",
         f"postgresql://grader:{secret}@127.0.0.1:{postgres.port}/no_such_db": 'database "no_such_db" does not exist',
         f"postgres://grader:{secret}@127.0.0.1/x": "unsupported database 'postgres'",
         f"{secret}": "is not a database URL",
