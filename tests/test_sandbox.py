@@ -220,7 +220,7 @@ def _run_answers(tmp_path, answers: dict, probe: str, limits=FAST):
     shutil.copy(grading.RUNNER, tmp_path / "runner.py")
     (tmp_path / "probe.py").write_text(probe)
     job = {"setup": [], "answers": answers, "probes": ["probe"], "probe_files": ["probe.py"], "cell_s": 10,
-           "isolated": True}
+           "frame_bytes": limits.output_bytes, "isolated": True}  # the fields grading._write_job writes
     (tmp_path / "job.json").write_text(json.dumps(job))
     for path in tmp_path.iterdir():
         path.chmod(0o644)
