@@ -8,8 +8,8 @@ CPU: PyTorch keeps no allocator statistics on the CPU, and the process RSS is to
 ``torch.profiler`` with ``profile_memory=True``. Every tensor allocation and free made by
 PyTorch's CPU allocator is then reported as a memory event with its size; replaying them
 in time order gives the exact peak of live tensor bytes allocated during the call. Frees of
-tensors that existed before the call are not credited (the profiler never saw their
-allocation), so the figure is "new tensor memory at its highest". Memory that is not tensor
+tensors that existed before the call are not credited (their allocation is not among this
+call's events), so the figure is "new tensor memory at its highest". Memory that is not tensor
 storage (Python objects, NumPy arrays) is not counted.
 
 The two figures are close but not identical: the CUDA allocator rounds every block up (to
@@ -24,6 +24,7 @@ import sys
 from typing import Callable
 
 import torch
+from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
 CUDA_METHOD = "torch.cuda.max_memory_allocated"
@@ -89,17 +90,33 @@ def _read_after(fn: Callable[[], object], sync: Callable[[], None], read: Callab
 
 
 def _memory_events(fn: Callable[[], object]) -> tuple[list[tuple[int, int]], object]:
-    """(time, +/- bytes) of every CPU tensor allocation and free during ``fn``, in order; and its result."""
+    """(address, +/- bytes) of every CPU tensor allocation and free during ``fn``, in time order; and its
+    result. A free counts only if its block was allocated during ``fn``: the allocator also reports the
+    size of blocks allocated under an earlier profiling session, and those would pull the figure down."""
     # acc_events: one cycle only, and it stops torch's "Profiler clears events" warning on GPU machines.
     with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                                          acc_events=True) as prof:
         result = fn()
-    events = [
-        (e.start_ns(), e.nbytes())
-        for e in prof.profiler.kineto_results.events()
-        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
-    ]
-    return sorted(events, key=lambda item: item[0]), result
+    allocations = sorted((e for e in _walk(prof.profiler.kineto_results.experimental_event_tree())
+                          if e.tag == _EventType.Allocation and e.extra_fields.device.type == "cpu"),
+                         key=lambda e: e.start_time_ns)
+    seen, events = set(), []
+    for e in allocations:
+        ptr, nbytes = e.extra_fields.ptr, e.extra_fields.alloc_size
+        if nbytes > 0:
+            seen.add(ptr)
+        elif ptr in seen:
+            seen.discard(ptr)
+        else:
+            continue
+        events.append((ptr, nbytes))
+    return events, result
+
+
+def _walk(events):
+    for event in events:
+        yield event
+        yield from _walk(event.children)
 
 
 def _profiled_peak(fn: Callable[[], object]) -> int:
