@@ -112,7 +112,7 @@ STUDENT_ENV = {
 
 def _course_path() -> dict:
     """The course's setup code imports ``utils`` from THIS checkout, whatever checkout the
-    environment's editable install points at (sys.path is searched before that install's finder)."""
+    environment's editable install points at (PYTHONPATH comes before the install's .pth entry)."""
     return {"PYTHONPATH": str(REPO_ROOT)}
 
 
