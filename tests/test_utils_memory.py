@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from utils.memory import CPU_METHOD, format_bytes, peak_memory
+from utils.memory import CPU_METHOD, MPS_METHOD, format_bytes, memory_note, peak_memory
 
 MiB = 2**20
 
@@ -36,6 +36,13 @@ def test_in_place_op_allocates_nothing_new():
     out_of_place, _ = peak_memory(lambda: x.mul(1.0), "cpu")
     assert in_place < 1024
     assert out_of_place >= 4 * MiB
+
+
+def test_an_mps_peak_counts_only_mps_tensors():
+    # No Mac here: what can be checked is that host tensors never inflate the Apple GPU's figure.
+    peak, method = peak_memory(lambda: torch.ones(1024, 1024), "mps")
+    assert (peak, method) == (0, MPS_METHOD)
+    assert "MPS" in memory_note(method)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

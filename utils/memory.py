@@ -12,7 +12,10 @@ tensors that existed before the call are not credited (their allocation is not a
 call's events), so the figure is "new tensor memory at its highest". Memory that is not tensor
 storage (Python objects, NumPy arrays) is not counted.
 
-The two figures are close but not identical: the CUDA allocator rounds every block up (to
+MPS (Apple GPUs): torch keeps no peak counter there, so the same profiler events are read,
+those of MPS tensors. (This course's CI has no Mac: that path is untested.)
+
+The CPU and CUDA figures are close but not identical: the CUDA allocator rounds every block up (to
 512 bytes) and also counts workspaces that cuBLAS and cuDNN take from it. ``memory_note``
 says so under every table.
 """
@@ -29,11 +32,14 @@ from torch.profiler import ProfilerActivity, profile
 
 CUDA_METHOD = "torch.cuda.max_memory_allocated"
 CPU_METHOD = "torch.profiler memory events (tensor bytes)"
+MPS_METHOD = "torch.profiler memory events (MPS tensor bytes)"
 
 
 _NOTES = {
     CPU_METHOD: "peak memory (CPU): tensor bytes allocated during one call, from torch.profiler's memory "
                 "events; Python objects and NumPy arrays are not counted",
+    MPS_METHOD: "peak memory (MPS): bytes of Apple-GPU tensors allocated during one call, from torch.profiler's "
+                "memory events (MPS has no peak-memory counter)",
     CUDA_METHOD: "peak memory (CUDA): the caching allocator's peak above its starting point "
                  "(torch.cuda.max_memory_allocated), in blocks rounded up to 512 B and including cuBLAS/cuDNN "
                  "workspaces, so it can exceed the CPU figure for the same code",
@@ -50,7 +56,9 @@ def peak_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[i
     device = torch.device(device)
     if device.type == "cuda":
         return _cuda_peak(fn, device), CUDA_METHOD
-    return _profiled_peak(fn), CPU_METHOD
+    if device.type == "mps":
+        return _profiled_peak(fn, "mps"), MPS_METHOD
+    return _profiled_peak(fn, "cpu"), CPU_METHOD
 
 
 def held_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[int, str]:
@@ -67,7 +75,7 @@ def held_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[i
         start = torch.mps.current_allocated_memory()
         return (_read_after(fn, torch.mps.synchronize, lambda: torch.mps.current_allocated_memory() - start),
                 "torch.mps.current_allocated_memory after minus before")
-    events, result = _memory_events(fn)
+    events, result = _memory_events(fn, "cpu")
     del result
     return max(int(sum(nbytes for _, nbytes in events)), 0), CPU_METHOD
 
@@ -89,16 +97,17 @@ def _read_after(fn: Callable[[], object], sync: Callable[[], None], read: Callab
     return max(int(value), 0)
 
 
-def _memory_events(fn: Callable[[], object]) -> tuple[list[tuple[int, int]], object]:
-    """(address, +/- bytes) of every CPU tensor allocation and free during ``fn``, in time order; and its
-    result. A free counts only if its block was allocated during ``fn``: the allocator also reports the
-    size of blocks allocated under an earlier profiling session, and those would pull the figure down."""
+def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[tuple[int, int]], object]:
+    """(address, +/- bytes) of every allocation and free of ``device_type`` tensors during ``fn``, in time
+    order; and its result. A free counts only if its block was allocated during ``fn``: the allocator
+    also reports the size of blocks allocated under an earlier profiling session, and those would pull
+    the figure down."""
     # acc_events: one cycle only, and it stops torch's "Profiler clears events" warning on GPU machines.
     with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                                          acc_events=True) as prof:
         result = fn()
     allocations = sorted((e for e in _walk(prof.profiler.kineto_results.experimental_event_tree())
-                          if e.tag == _EventType.Allocation and e.extra_fields.device.type == "cpu"),
+                          if e.tag == _EventType.Allocation and e.extra_fields.device.type == device_type),
                          key=lambda e: e.start_time_ns)
     seen, events = set(), []
     for e in allocations:
@@ -119,8 +128,8 @@ def _walk(events):
         yield from _walk(event.children)
 
 
-def _profiled_peak(fn: Callable[[], object]) -> int:
-    events, result = _memory_events(fn)
+def _profiled_peak(fn: Callable[[], object], device_type: str) -> int:
+    events, result = _memory_events(fn, device_type)
     del result
     live = peak = 0
     for _, nbytes in events:
