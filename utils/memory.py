@@ -123,6 +123,7 @@ def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[tup
 
 
 def _walk(events):
+    """Every event of the profiler's event tree, parents before their children."""
     for event in events:
         yield event
         yield from _walk(event.children)
