@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -59,3 +60,21 @@ def test_asking_for_a_missing_gpu_fails_at_once_with_a_clear_error(tmp_path):
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "CUDA is not available" in run.stderr
     assert not (tmp_path / "executed").exists()
+
+
+def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("COURSE_NOTEBOOK", "")  # run_one sets it for the kernel; restored afterwards
+    source = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("QUICK, DEVICE = True, 'auto'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("from ipykernel.kernelapp import IPKernelApp\n"
+                                  "app = IPKernelApp.instance()\nprint(app.transport, app.ip)")],
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), source)
+    run = execute.run_one(source, tmp_path / "out", quick=True, device="cpu")
+    assert run.ok, run.error
+    (output,) = nbformat.read(tmp_path / "out" / "executed" / "tiny.ipynb", 4).cells[-1].outputs
+    transport, ip = output.text.split()
+    folder = Path(ip).parent
+    assert transport == "ipc" and folder.name.startswith("course-kernel-")
+    assert not folder.exists()  # removed with the kernel
+    assert "without encryption" not in capfd.readouterr().err

@@ -15,12 +15,14 @@ its metadata: ``{"course": {"measured": [...], "gpu_only": [...]}}``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +44,20 @@ def solution_notebooks(only: list[str] | None = None) -> list[Path]:
     return notebooks
 
 
+@contextlib.contextmanager
+def _kernel_config():
+    """Where the OS has them (not Windows), the kernel talks to papermill over socket files in a
+    private temporary folder: ipykernel warns that its default, TCP on localhost, is unencrypted,
+    and any user of a shared machine can connect to a TCP port."""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        yield Config()
+        return
+    with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:  # mode 0700
+        yield Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+
+
 def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None,
             threads: int | None = None, label: str = "") -> NotebookRun:
     """Execute one notebook with papermill into ``out_dir/executed`` (and its HTML rendering);
@@ -61,9 +77,10 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
         os.environ["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
     try:
-        papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
-                                   cwd=str(source.parent), kernel_name="python3",
-                                   progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
+        with _kernel_config() as config:
+            papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
+                                       cwd=str(source.parent), kernel_name="python3", config=config,
+                                       progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
         ok, error = True, ""
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         ok, error = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
