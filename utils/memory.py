@@ -75,9 +75,9 @@ def held_memory(fn: Callable[[], object], device: torch.device | str) -> tuple[i
         start = torch.mps.current_allocated_memory()
         return (_read_after(fn, torch.mps.synchronize, lambda: torch.mps.current_allocated_memory() - start),
                 "torch.mps.current_allocated_memory after minus before")
-    events, result = _memory_events(fn, "cpu")
+    changes, result = _memory_events(fn, "cpu")
     del result
-    return max(int(sum(nbytes for _, nbytes in events)), 0), CPU_METHOD
+    return int(sum(changes)), CPU_METHOD  # never negative: only blocks allocated during fn are freed
 
 
 def _cuda_peak(fn: Callable[[], object], device: torch.device) -> int:
@@ -97,8 +97,8 @@ def _read_after(fn: Callable[[], object], sync: Callable[[], None], read: Callab
     return max(int(value), 0)
 
 
-def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[tuple[int, int]], object]:
-    """(address, +/- bytes) of every allocation and free of ``device_type`` tensors during ``fn``, in time
+def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[int], object]:
+    """The +/- bytes of every allocation and free of ``device_type`` tensors during ``fn``, in time
     order; and its result. A free counts only if its block was allocated during ``fn``: the allocator
     also reports the size of blocks allocated under an earlier profiling session, and those would pull
     the figure down."""
@@ -109,7 +109,7 @@ def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[tup
     allocations = sorted((e for e in _walk(prof.profiler.kineto_results.experimental_event_tree())
                           if e.tag == _EventType.Allocation and e.extra_fields.device.type == device_type),
                          key=lambda e: e.start_time_ns)
-    seen, events = set(), []
+    seen, changes = set(), []
     for e in allocations:
         ptr, nbytes = e.extra_fields.ptr, e.extra_fields.alloc_size
         if nbytes > 0:
@@ -118,8 +118,8 @@ def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[tup
             seen.discard(ptr)
         else:
             continue
-        events.append((ptr, nbytes))
-    return events, result
+        changes.append(nbytes)
+    return changes, result
 
 
 def _walk(events):
@@ -130,10 +130,10 @@ def _walk(events):
 
 
 def _profiled_peak(fn: Callable[[], object], device_type: str) -> int:
-    events, result = _memory_events(fn, device_type)
+    changes, result = _memory_events(fn, device_type)
     del result
     live = peak = 0
-    for _, nbytes in events:
+    for nbytes in changes:
         live += nbytes
         peak = max(peak, live)
     return int(peak)
