@@ -17,9 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = REPO_ROOT / "solutions"
-NOTEBOOKS = REPO_ROOT / "notebooks"
+from utils.paths import NOTEBOOKS, REPO_ROOT, SOLUTIONS  # noqa: F401  (REPO_ROOT: for the grader's modules)
+
 COURSE_ID = "default_course"  # the course row nbgrader's Gradebook creates; the exchange files assignments under it
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
 

@@ -6,7 +6,8 @@ import pytest
 
 from grader import course
 from utils import claims
-from utils.bench import Comparison, Timing
+from utils.comparison import Timing
+from utils.present import Result
 
 MS = 1e-3
 CURRICULUM = course.REPO_ROOT.parent / "shared" / "CURRICULUM.md"
@@ -57,7 +58,7 @@ def comparison(factor, *, device="cpu", peak=(100, 100), rounds_agree=True, devi
     tip_rounds = [2 * MS / factor] * 3 if rounds_agree else [1 * MS, 3 * MS, 1 * MS]
     rows = [Timing("base", 2 * MS, 0.01 * MS, 30, peak[0], "m", {}, base_rounds, device_s),
             Timing("tip", 2 * MS / factor, 0.01 * MS, 30, peak[1], "m", {}, tip_rounds, device_s)]
-    return Comparison("T086", "demo", device, f"{device} box", {}, rows)
+    return Result("T086", "demo", device, f"{device} box", {}, rows)
 
 
 def claim(low=1.0, high=math.inf, metric="time", device="any"):
@@ -127,6 +128,7 @@ def test_a_comparison_shows_the_claims_about_it_beside_its_result(monkeypatch, t
                       'metric = "time"\nlow = 1.27\nhigh = 1.7\n'
                       'measure = { tip = "T086", title = "demo", variant = "tip" }\n')
     monkeypatch.setattr(claims, "LEDGER", ledger)
-    text = repr(comparison(1.5))
-    assert "Claim C900 (000#2): The autotuner helps. Claimed: 1.27-1.7x speed. Here: 1.50x, reproduced." in text
-    assert "Claim C900" in comparison(1.1)._repr_html_() and "not reproduced" in repr(comparison(1.1))
+    page = comparison(1.5)._repr_html_()
+    assert "Source write-up 000 (item 2) reports 1.27-1.7x speed; here: 1.50x, reproduced." in page
+    assert page.index("Source write-up 000") > page.index("<details>")  # folded: opened on demand
+    assert "here: 1.10x, not reproduced (smaller than claimed)" in comparison(1.1)._repr_html_()

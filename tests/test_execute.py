@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from utils import execute, records
-from utils.records import REPO_ROOT
+from utils.paths import REPO_ROOT
 
 
 def record(tip, device="cpu", notebook="01_x", host=False):
@@ -50,7 +50,7 @@ def test_every_solution_declares_its_measured_tips():
 
 def test_manifest_names_commit_device_and_mode(tmp_path):
     manifest = json.loads(execute.write_manifest(tmp_path, quick=True, device="cpu").read_text())
-    assert manifest["mode"] == "quick" and manifest["device"] == "cpu" and manifest["torch"] == torch.__version__
+    assert manifest["quick"] is True and manifest["device"] == "cpu" and manifest["torch"] == torch.__version__
     assert len(manifest["commit"]) == 40 and isinstance(manifest["dirty"], bool)
 
 

@@ -12,7 +12,7 @@ from grader.checks import registry
 from grader.samples import SAMPLES_DIR, sample_answers
 from utils import claims
 from utils import records as records_module
-from utils.bench import Comparison
+from utils.present import Result
 from utils.execute import check_records, measured_tips
 
 
@@ -52,7 +52,7 @@ def test_solution_executes_in_quick_mode_and_records_measurements(assignment_id,
     assert {r["notebook"] for r in rows} == {assignment_id}
     assert all(r["median_s"] > 0 and r["quick"] and r["device"] == "cpu" and len(r["round_medians"]) == 2
                for r in rows)
-    comparisons = [Comparison.from_records(g) for g in _groups(records_module.load(records)).values()]
+    comparisons = [Result.from_records(g) for g in _groups(records_module.load(records)).values()]
     for claim in claims.load():  # every claim a CPU run can test finds its comparison row
         if claim.measure and claim.device != "gpu" and claim.measure["tip"] in measured_tips(source, "cpu"):
             assert claims.find_row(claim, comparisons), f"{claim.id}: {claim.measure} was not recorded"

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from utils import bench, records, references
-from utils.bench import Comparison, Timing
+from utils.comparison import Timing
+from utils.present import Result
 from utils.report import build_report
 
 MS = 1e-3
@@ -14,7 +15,7 @@ def demo(device="cpu", n=4, labels=("float64", "float32"), quick=False, spec=Non
     rows = [Timing(labels[0], 2 * MS, 0.01 * MS, 30, None, None, {}, [2 * MS] * 3, 1.9 * MS if device != "cpu" else None),
             Timing(labels[1], 1 * MS, 0.01 * MS, 30, None, None, {}, [1 * MS] * 3, 0.9 * MS if device != "cpu" else None)]
     name = "NVIDIA Test GPU" if device != "cpu" else "CPU (test)"
-    return Comparison(tip, title, device, name, {"n": n}, rows, sizes_spec=spec, quick=quick, notebook="01_x")
+    return Result(tip, title, device, name, {"n": n}, rows, sizes_spec=spec, quick=quick, notebook="01_x")
 
 
 SPEC = {"cpu": {"n": 4}, "cpu-quick": {"n": 2}, "gpu": {"n": 64}}
@@ -44,10 +45,9 @@ def test_a_reference_at_the_sizes_the_notebook_picks_for_its_device_is_shown(tmp
     mine = demo("cpu", n=4, spec=SPEC)
     [(run, ref)] = references.matching(mine)
     assert run.name == "gpu-1" and ref.device_name == "NVIDIA Test GPU"
-    text = repr(mine)
-    assert "Reference, NVIDIA Test GPU" in text and "commit abc123" in text and "float32: 2.00x as fast" in text
+    assert "Reference run on NVIDIA Test GPU (gpu-1): float32, 2.00x as fast." in repr(mine)
     page = mine._repr_html_()
-    assert "this run beside the reference runs" in page and "reference: NVIDIA Test GPU" in page
+    assert "this run beside the reference runs" in page and "NVIDIA Test GPU, torch" in page and "commit abc123" in page
 
 
 @pytest.mark.parametrize("change", ["resized", "relabelled", "retitled"])
@@ -57,7 +57,7 @@ def test_a_stale_reference_is_not_shown(tmp_path, refs, change):
             "relabelled": demo(spec=SPEC, labels=("float64", "bfloat16")),
             "retitled": demo(spec=SPEC, title="another")}[change]
     assert references.matching(mine) == []
-    assert "Reference" not in repr(mine)
+    assert "Reference" not in repr(mine) and "beside the reference runs" not in mine._repr_html_()
 
 
 def test_plain_dict_sizes_must_be_equal(tmp_path, refs):
@@ -87,7 +87,8 @@ def test_manifest_comes_from_the_records_and_host_comparisons_are_allowed(tmp_pa
     folder = store(tmp_path, [demo("cuda:0"), host], name="h1")
     manifest = json.loads((folder / "run.json").read_text())
     assert manifest["device"] == "cuda" and manifest["device_name"] == "NVIDIA Test GPU"
-    assert manifest["commit"] == "abc123" and manifest["mode"] == "full" and manifest["records"] == 4
+    assert manifest["commit"] == "abc123" and manifest["quick"] is False and "mode" not in manifest
+    assert manifest["records"] == 4
 
 
 def test_cli_reports_errors_with_exit_code_2(tmp_path, refs, capsys):
@@ -124,7 +125,7 @@ def test_sizes_spec_travels_through_records(tmp_path):
     c = demo(n=spec["n"], spec=spec.spec)
     path = tmp_path / "m.jsonl"
     records.append(c.to_records(), path)
-    back = Comparison.from_records(records.load(path))
+    back = Result.from_records(records.load(path))
     assert back.sizes_spec == spec.spec and back.baseline.round_medians == c.baseline.round_medians
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from utils import bench, records
-from utils.bench import Comparison
+from utils.present import Result
 
 
 def big():
@@ -64,14 +64,15 @@ def test_record_false_and_disabled_recording_write_nothing(quick_bench, records_
 def test_comparison_renders_table_and_plot(quick_bench):
     result = bench.compare("T000", ("a", small), ("b", small), title="render <me>", record=False)
     page = result._repr_html_()
-    assert "<table>" in page and "render &lt;me&gt;" in page
-    assert 'src="data:image/png;base64,' in page
-    assert "speedup" in repr(result) and "peak memory" in repr(result)
+    assert '<div class="course-card">' in page and "render &lt;me&gt;" in page
+    assert result.headline() in repr(result) and "<table>" in page
+    details = page[page.index("<details>"):]  # the full table and the bar chart are folded
+    assert "IQR" in details and "peak memory" in details and 'data-plot="bars"' in details
 
 
 def test_comparison_round_trips_through_records(quick_bench, records_file):
     original = bench.compare("T000", ("a", small, {"k": 1}), ("b", big), sizes={"N": 1})
-    rebuilt = Comparison.from_records(records.load(records_file))
+    rebuilt = Result.from_records(records.load(records_file))
     assert rebuilt.table_rows() == original.table_rows()
     assert rebuilt.caption() == original.caption()
 

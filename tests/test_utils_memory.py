@@ -1,7 +1,10 @@
 import pytest
 import torch
 
-from utils.memory import CPU_METHOD, MPS_METHOD, format_bytes, memory_note, peak_memory
+from utils.comparison import Timing
+from utils.memory import CPU_METHOD, MPS_METHOD, held_memory, memory_note, peak_memory
+from utils.present import Result
+from utils.units import format_bytes
 
 MiB = 2**20
 
@@ -86,7 +89,6 @@ def test_freeing_a_tensor_allocated_under_an_earlier_profile_is_not_credited():
 
 
 def test_held_memory_counts_what_the_result_keeps_not_the_temporaries():
-    from utils.memory import held_memory
 
     def keep_one_of_three():
         a, b = torch.ones(1024, 1024), torch.ones(1024, 1024)   # 8 MiB of temporaries
@@ -99,11 +101,9 @@ def test_held_memory_counts_what_the_result_keeps_not_the_temporaries():
 
 
 def test_verdict_against_another_variant():
-    from utils.bench import Comparison, Timing
-
     rows = [Timing(n, m, 1e-6, 30, p, "m", {}, [m] * 3) for n, m, p in
             (("base", 4e-3, 400), ("pinned", 2e-3, 400), ("pinned+async", 1e-3, 100))]
-    c = Comparison("T016", "copy", "cpu", "CPU", {}, rows)
+    c = Result("T016", "copy", "cpu", "CPU", {}, rows)
     assert c.verdict("pinned+async").text == "4.00x as fast"
     assert c.verdict("pinned+async", against="pinned").text == "2.00x as fast"
     assert "25% of the baseline's peak memory" in c.memory_verdict("pinned+async", against="pinned").text

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from utils import bench
-from utils.bench import Comparison, Timing
+from utils.comparison import Timing
+from utils.present import Result
 
 MS = 1e-3
 
@@ -14,7 +15,7 @@ def row(label, median, iqr=0.02 * MS, rounds=None, device_s=None, peak=None):
 
 
 def comparison(*rows, device="cpu", about_overhead=False):
-    return Comparison("T000", "demo", device, "dev", {}, list(rows), about_overhead=about_overhead)
+    return Result("T000", "demo", device, "dev", {}, list(rows), about_overhead=about_overhead)
 
 
 def test_a_clear_consistent_gap_is_faster_or_slower():
@@ -27,7 +28,8 @@ def test_a_clear_consistent_gap_is_faster_or_slower():
 def test_a_gap_within_the_iqr_is_no_clear_difference():
     c = comparison(row("base", 2.0 * MS, iqr=0.3 * MS), row("tip", 1.85 * MS, iqr=0.1 * MS))
     assert c.verdict("tip").kind == "no clear difference"
-    assert "middle halves of the runs overlap" in c.verdict("tip").text
+    assert c.verdict("tip").text == "no clear difference"
+    assert "middle halves of the runs overlap" in c.verdict("tip").note
 
 
 def test_rounds_that_disagree_earn_no_direction():
@@ -35,13 +37,14 @@ def test_rounds_that_disagree_earn_no_direction():
     c = comparison(row("base", 2 * MS, rounds=[2 * MS, 2 * MS, 1.0 * MS]),
                    row("tip", 1 * MS, rounds=[1 * MS, 1 * MS, 1.5 * MS]))
     v = c.verdict("tip")
-    assert v.kind == "no clear difference" and "rounds disagree" in v.text
+    assert v.kind == "no clear difference" and "rounds disagree" in str(v)
 
 
 def test_a_single_round_never_claims_more_than_the_iqr():
     c = comparison(row("base", 2 * MS, rounds=[2 * MS]), row("tip", 1 * MS, rounds=[1 * MS]))
     assert c.verdict("tip").kind == "one round"
-    assert "rerun in full mode" in c.verdict("tip").text
+    assert "rerun in full mode" in str(c.verdict("tip"))
+    assert "rerun in full mode for a verdict" in c.headline()
 
 
 def test_noise_is_called_out():
@@ -55,8 +58,8 @@ def test_cuda_comparison_with_little_gpu_work_is_launch_bound():
     tiny = comparison(row("base", 60e-6, device_s=50e-6), row("tip", 55e-6, device_s=50e-6), device="cuda")
     assert "under 100 µs" in tiny.launch_bound()  # busy, but too little work to time
     v = c.verdict("tip")
-    assert v.kind == "launch-bound" and "Python and kernel launches" in v.text
-    assert c.summary().startswith("Launch-bound on dev")
+    assert v.kind == "launch-bound" and "Python and kernel launches" in str(v)
+    assert "launch-bound, so no verdict" in c.headline() and "busy for 40%" in c.headline()
 
 
 def test_cuda_comparison_where_the_gpu_idles_is_launch_bound_unless_overhead_is_the_tip():

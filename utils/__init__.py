@@ -1,37 +1,37 @@
 """The course's toolkit: every notebook starts with ``from utils import ...``.
 
 - ``setup``: pick the device and the measuring mode from the papermill parameters.
-- ``bench``: honest timing and side-by-side comparisons (recorded for the report).
+- ``bench``: honest timing; ``compare``, ``sweep`` and ``timeline`` measure and show a tip.
 - ``memory``: peak memory of a call on CPU or CUDA.
-- ``Table``: small tables; ``utils.plots`` (imported on first use): the standard comparison plot.
+- ``Table``: small tables.
+
+The layers, each importing only those below it: ``paths``, ``units``, ``tables``; ``records``;
+``comparison`` (the data model); ``device``, ``memory``, ``verdict``, ``why``; ``claims``,
+``references``, ``plots``; ``present`` (cards); ``trace``; ``bench``; ``session``; ``report``;
+``execute``. Names load on first use, so ``import utils.paths`` (the grader) stays free of torch.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 
 # Quiet two kinds of start-up noise that learners cannot act on (and that plain nbgrader
 # would count as a failing cell): kineto's per-profile trace lines (read when torch loads,
-# so this must come before ``import torch``) and cpp_extension's "No CUDA runtime" notice.
+# so this must come before torch is imported) and cpp_extension's "No CUDA runtime" notice.
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 
-import torch  # noqa: E402
-
-from . import bench, memory, records  # noqa: E402
-from .device import device_name, env_report, pick_device, seed_everything  # noqa: E402
-from .tables import Table  # noqa: E402
-
+_NAMES = {"Table": "tables", "setup": "session", "device_name": "device", "env_report": "device",
+          "pick_device": "device", "seed_everything": "device"}
 __all__ = ["Table", "bench", "device_name", "env_report", "memory", "pick_device", "records",
            "seed_everything", "setup"]
 
 
-def setup(device: str = "auto", quick: bool = False, seed: int = 0) -> torch.device:
-    """Call once after the parameters cell: picks the device, sets the measuring mode, seeds."""
-    if not isinstance(quick, bool):
-        raise TypeError(f"QUICK must be True or False, got {quick!r}")
-    bench.configure(quick)
-    seed_everything(seed)
-    dev = pick_device(device)
-    print(f"device: {device_name(dev)} | torch {torch.__version__} | {'QUICK' if quick else 'full'} mode")
-    return dev
+def __getattr__(name: str):
+    """``from utils import setup``: the name's module is imported when it is first asked for."""
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    if name in __all__:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'utils' has no attribute {name!r}")

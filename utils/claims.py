@@ -19,12 +19,9 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .verdict import SAME_MEMORY
-
-if TYPE_CHECKING:
-    from .bench import Comparison
+from .comparison import Comparison, Timing
+from .verdict import SAME_MEMORY, time_verdict
 
 LEDGER = Path(__file__).with_name("claims.toml")
 REPRODUCED, NOT_REPRODUCED, DEVICE_DEPENDENT, NOT_MEASURABLE = (
@@ -106,7 +103,7 @@ class Finding:
     why: str = ""
 
 
-def find_row(claim: Claim, comparisons: list["Comparison"]):
+def find_row(claim: Claim, comparisons: list[Comparison]) -> tuple[Comparison, Timing] | None:
     """The (comparison, row) that measures a claim in a list of comparisons, or None. With
     ``against``, the comparison is narrowed to that variant (as its baseline) and the row."""
     if not claim.measure:
@@ -117,13 +114,13 @@ def find_row(claim: Claim, comparisons: list["Comparison"]):
         if (comparison.tip, comparison.title) == (wanted["tip"], wanted["title"]) and wanted["variant"] in labels:
             if wanted.get("against") not in (None, *labels):
                 continue
-            return comparison._pair(wanted["variant"], wanted.get("against"))
+            return comparison.pair(wanted["variant"], wanted.get("against"))
     return None
 
 
-def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, str, str]:
+def judge(claim: Claim, comparison: Comparison, row: Timing) -> tuple[float | None, str, str]:
     """(measured factor, verdict, why) of one claim on one comparison."""
-    gpu = comparison.device.split(":")[0] in ("cuda", "mps")
+    gpu = comparison.on_gpu
     if claim.metric == "memory":
         if row.peak_bytes is None or not comparison.baseline.peak_bytes:
             return None, NOT_MEASURABLE, "memory was not measured"
@@ -131,7 +128,7 @@ def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, st
         effect = "gain" if factor > 1 + SAME_MEMORY else "cost" if factor < 1 - SAME_MEMORY else "none"
     else:
         factor = comparison.speedup(row)
-        kind = comparison.verdict(row).kind if row.round_medians else "no verdict"
+        kind = time_verdict(comparison, row).kind if row.round_medians else "no verdict"
         if kind in ("launch-bound", "no verdict", "one round"):
             return factor, NOT_MEASURABLE, {"launch-bound": "launch-bound comparison",
                                             "no verdict": "recorded without per-round data",
@@ -148,7 +145,7 @@ def judge(claim: Claim, comparison: "Comparison", row) -> tuple[float | None, st
     return factor, REPRODUCED, "above the claimed range" if beyond else ""
 
 
-def evaluate(claim: Claim, runs: list[tuple[str, list["Comparison"]]]) -> tuple[list[Finding], str]:
+def evaluate(claim: Claim, runs: list[tuple[str, list[Comparison]]]) -> tuple[list[Finding], str]:
     """Findings per run/device and the overall verdict. ``runs``: (name, comparisons) pairs."""
     findings = []
     for name, comparisons in runs:
@@ -162,20 +159,3 @@ def evaluate(claim: Claim, runs: list[tuple[str, list["Comparison"]]]) -> tuple[
         return findings, NOT_MEASURABLE
     return findings, decided.pop() if len(decided) == 1 else DEVICE_DEPENDENT
 
-
-def lines_for(comparison: "Comparison") -> list[str]:
-    """The sources' claims about this comparison, each beside what it measured here."""
-    lines = []
-    try:
-        ledger = load()
-    except (OSError, ValueError):  # an unreadable ledger must not stop a notebook; tests check it
-        return lines
-    for claim in ledger:
-        found = find_row(claim, [comparison])
-        if found:
-            factor, verdict, why = judge(claim, *found)
-            measured = "no new memory" if factor == math.inf else f"{factor:.2f}x" if factor is not None else "-"
-            lines.append(f"Claim {claim.id} ({claim.source}): {claim.claim} Claimed: {claim.claimed()}"
-                         f"{' (' + claim.condition + ')' if claim.condition else ''}. Here: {measured}, {verdict}"
-                         f"{' (' + why + ')' if why else ''}.")
-    return lines

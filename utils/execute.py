@@ -15,9 +15,11 @@ its metadata: ``{"course": {"measured": [...], "gpu_only": [...]}}``.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import datetime
 import json
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -26,10 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .records import REPO_ROOT
-from .report import NotebookRun, build_report
+import nbformat
+import torch
 
-SOLUTIONS = REPO_ROOT / "solutions"
+from .device import device_name, pick_device
+from .paths import BUILD, REPO_ROOT, SOLUTIONS
+from .records import load
+from .report import NotebookRun, build_report
 
 
 def solution_notebooks(only: list[str] | None = None) -> list[Path]:
@@ -64,8 +69,7 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
     its measurements go to ``records`` (default: wherever COURSE_RECORDS points); ``threads``
     caps the kernel's intra-op threads (OMP_NUM_THREADS). On a terminal, papermill's tqdm bar
     shows the cells done and an ETA, headed by ``label`` (say "[3/12] 02_tensor_toolbox")."""
-    import nbformat
-    import papermill
+    import papermill  # papermill and nbconvert take a second to import: only when a notebook runs
     from nbconvert import HTMLExporter
 
     executed = out_dir / "executed" / source.name
@@ -101,9 +105,6 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     cores wait on each other's threads, 10-50x slower): fine for checking that notebooks run
     (CI), but their timings then disturb each other, so measurements you will read come from
     ``jobs=1``."""
-    import concurrent.futures
-    import multiprocessing
-
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
     threads = 1 if jobs > 1 else None
     tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl", threads,
@@ -128,8 +129,6 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
 
 def measured_tips(notebook: Path, device_type: str) -> set[str]:
     """The tips a notebook promises to measure on this kind of device (its ``course`` metadata)."""
-    import nbformat
-
     meta = nbformat.read(notebook, as_version=4).metadata.get("course", {})
     tips = set(meta.get("measured", []))
     return tips | set(meta.get("gpu_only", [])) if device_type in ("cuda", "mps") else tips
@@ -137,9 +136,6 @@ def measured_tips(notebook: Path, device_type: str) -> set[str]:
 
 def check_records(notebooks: list[Path], records_file: Path, device: str) -> list[str]:
     """Problems with a run's records: wrong device, or a promised measurement missing."""
-    from .device import pick_device
-    from .records import load
-
     device_type = pick_device(device).type
     loaded = load(records_file)
     problems = [f"{r.notebook} {r.tip} '{r.variant}' ran on {r.device}, not {device_type}"
@@ -154,10 +150,6 @@ def check_records(notebooks: list[Path], records_file: Path, device: str) -> lis
 
 def write_manifest(out_dir: Path, quick: bool, device: str) -> Path:
     """``run.json``: what produced these records (a reference run keeps it)."""
-    import torch
-
-    from .device import device_name, pick_device
-
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
@@ -168,7 +160,7 @@ def write_manifest(out_dir: Path, quick: bool, device: str) -> Path:
     dev = pick_device(device)
     manifest = {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain")),
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "mode": "quick" if quick else "full", "device": dev.type, "device_name": device_name(dev),
+                "quick": quick, "device": dev.type, "device_name": device_name(dev),
                 "torch": torch.__version__, "python": platform.python_version(), "runner": "utils.execute"}
     path = out_dir / "run.json"
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -181,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="full sizes and timings (default: QUICK mode)")
     parser.add_argument("--device", default="auto", help="DEVICE parameter: auto, cpu, cuda, mps")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="run only these notebooks (by name)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build", help="output folder (default: build/)")
+    parser.add_argument("--out", type=Path, default=BUILD, help="output folder (default: build/)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="notebooks run at once (default 1; more disturbs the timings: for CI only)")
     parser.add_argument("--check", action="store_true",

@@ -30,6 +30,8 @@ import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 
+from .units import format_bytes  # noqa: F401  (notebooks call memory.format_bytes)
+
 CUDA_METHOD = "torch.cuda.max_memory_allocated"
 CPU_METHOD = "torch.profiler memory events (tensor bytes)"
 MPS_METHOD = "torch.profiler memory events (MPS tensor bytes)"
@@ -152,15 +154,3 @@ def _quiet_native_stderr():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-
-
-def format_bytes(n: float | None) -> str:
-    """1536 -> '1.5 KiB'. None (not measured) -> '-'."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")

@@ -11,8 +11,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PATH = REPO_ROOT / "build" / "measurements.jsonl"
+from .paths import BUILD
+
+DEFAULT_PATH = BUILD / "measurements.jsonl"
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Record:
     host: bool = False                    # a host-side comparison, on the CPU on every machine
     sizes_spec: dict | None = None        # the sizes the notebook picks on each device (bench.sizes)
     verdict: str = ""                     # utils.verdict's kind for this row
+    why: str = ""                         # the key of the comparison's explanations (utils/why/), "" = its tip
+    headline_variant: str = ""            # the variant its headline is about, "" = the first after the baseline
 
 
 def records_path() -> Path | None:

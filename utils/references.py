@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import html
 import json
 import re
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import records
-from .records import REPO_ROOT
-
-if TYPE_CHECKING:
-    from .bench import Comparison
+from .comparison import Comparison, group_records, sizes_key
+from .paths import REPO_ROOT
 
 REFERENCES = REPO_ROOT / "references"
 MANIFEST = "run.json"
@@ -48,12 +44,19 @@ class ReferenceRun:
 
     @property
     def quick(self) -> bool:
-        return self.manifest.get("mode") == "quick"
+        return manifest_quick(self.manifest)
 
     def describe(self) -> str:
         m = self.manifest
         return (f"{m.get('device_name', '?')}, torch {m.get('torch', '?')}, commit {str(m.get('commit', '?'))[:10]}, "
-                f"{m.get('mode', '?')} mode, run '{self.name}'")
+                f"{'QUICK' if self.quick else 'full'} mode, run '{self.name}'")
+
+
+def manifest_quick(manifest: dict) -> bool:
+    """A run's mode: ``quick`` (true/false); manifests written before 2026-11-26 said ``mode``."""
+    if "quick" in manifest:
+        return bool(manifest["quick"])
+    return manifest.get("mode") == "quick"
 
 
 def load_runs(root: Path | None = None) -> list[ReferenceRun]:
@@ -63,32 +66,26 @@ def load_runs(root: Path | None = None) -> list[ReferenceRun]:
 
 @functools.lru_cache(maxsize=4)
 def _load_runs(root: Path) -> tuple[ReferenceRun, ...]:
-    from .bench import Comparison
-
     runs = []
     for folder in sorted(p for p in root.glob("*") if (p / MANIFEST).is_file()):
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        groups: dict[str, list] = {}
-        for record in records.load(folder / RECORDS):
-            groups.setdefault(record.comparison, []).append(record)
-        runs.append(ReferenceRun(folder.name, manifest, [Comparison.from_records(g) for g in groups.values()]))
+        groups = group_records(records.load(folder / RECORDS))
+        runs.append(ReferenceRun(folder.name, manifest, [Comparison.from_records(g) for g in groups]))
     return tuple(runs)
 
 
-def expected_sizes(comparison: "Comparison", run: ReferenceRun) -> dict:
+def expected_sizes(comparison: Comparison, run: ReferenceRun) -> dict:
     """The sizes the comparison's notebook picks on the reference run's device and mode."""
-    from .bench import sizes_key
-
     if comparison.sizes_spec:
         return comparison.sizes_spec[sizes_key(run.device_type, run.quick)]
     return comparison.sizes
 
 
-def same_comparison(a: "Comparison", b: "Comparison") -> bool:
+def same_comparison(a: Comparison, b: Comparison) -> bool:
     return (a.tip, a.title, [r.label for r in a.rows]) == (b.tip, b.title, [r.label for r in b.rows])
 
 
-def matching(comparison: "Comparison", root: Path | None = None) -> list[tuple[ReferenceRun, "Comparison"]]:
+def matching(comparison: Comparison, root: Path | None = None) -> list[tuple[ReferenceRun, Comparison]]:
     """Reference comparisons of the same demo at the sizes the notebook uses today on their device."""
     found = []
     for run in load_runs(root):
@@ -101,41 +98,6 @@ def matching(comparison: "Comparison", root: Path | None = None) -> list[tuple[R
 
 def _jsonish(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def reference_lines(comparison: "Comparison") -> list[str]:
-    lines = []
-    for run, ref in matching(comparison):
-        verdicts = "; ".join(f"{row.label}: {_ref_verdict(ref, row)}" for row in ref.rows[1:])
-        lines.append(f"Reference, {run.describe()} ({_sizes(ref)}): {verdicts}")
-    return lines
-
-
-def reference_html(comparison: "Comparison") -> str:
-    found = matching(comparison)
-    if not found:
-        return ""
-    head = "<th>variant</th><th>here: " + html.escape(comparison.device_name) + "</th>" + "".join(
-        f"<th>reference: {html.escape(run.describe())}<br>{html.escape(_sizes(ref))}</th>" for run, ref in found)
-    body = ""
-    for i, row in enumerate(comparison.rows):
-        cells = [html.escape(row.label), html.escape(f"{comparison.speedup(row):.2f}x, {comparison.verdict(row).text}")]
-        cells += [html.escape(f"{ref.speedup(ref.rows[i]):.2f}x, {_ref_verdict(ref, ref.rows[i])}") for _, ref in found]
-        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-    return (f"<table><caption>{html.escape(comparison.tip)}: this run beside the reference runs</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-
-def _ref_verdict(ref: "Comparison", row) -> str:
-    if row is ref.baseline:
-        return "baseline"
-    if not row.round_medians:
-        return f"{ref.speedup(row):.2f}x (recorded before per-round verdicts existed: no verdict)"
-    return ref.verdict(row).text
-
-
-def _sizes(comparison: "Comparison") -> str:
-    return ", ".join(f"{k}={v}" for k, v in comparison.sizes.items()) or "no sizes"
 
 
 # ---------------------------------------------------------------- command line
@@ -166,9 +128,9 @@ def add(source: Path, name: str, commit: str | None = None, force: bool = False,
     if len(quick) != 1:
         raise ValueError(f"{jsonl} mixes QUICK and full records: a reference is one run in one mode")
     names = {r.device_name for r in loaded if r.device.split(":")[0] == notebook_device}
+    manifest.pop("mode", None)
     manifest.update({"device": notebook_device, "device_name": " / ".join(sorted(names)),
-                     "torch": sorted({r.torch for r in loaded})[-1], "mode": "quick" if quick.pop() else "full",
-                     "records": len(loaded)})
+                     "torch": sorted({r.torch for r in loaded})[-1], "quick": quick.pop(), "records": len(loaded)})
     target = Path(root or REFERENCES) / name
     if target.exists() and not force:
         raise FileExistsError(f"{target} exists: pass --force to replace it")

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import claims, records, references
-from .bench import Comparison
+from .comparison import Comparison, group_records
 from .device import env_report
+from .present import Result
 from .tables import html_table
+from .units import format_ratio
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -37,11 +39,8 @@ class NotebookRun:
     error: str = ""
 
 
-def _comparisons(all_records: list[records.Record]) -> list[Comparison]:
-    groups: dict[str, list[records.Record]] = {}
-    for record in all_records:
-        groups.setdefault(record.comparison, []).append(record)
-    return [Comparison.from_records(group) for group in groups.values()]
+def _comparisons(all_records: list[records.Record]) -> list[Result]:
+    return [Result.from_records(group) for group in group_records(all_records)]
 
 
 def _runs_table(runs: list[NotebookRun], out_path: Path) -> str:
@@ -62,7 +61,7 @@ def _reference_only(comparisons: list[Comparison], runs: list[references.Referen
         for ref in sorted(run.comparisons, key=lambda c: c.tip):
             if not any(references.same_comparison(ref, mine) for mine in comparisons):
                 parts.append(f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>'
-                             f'{ref.to_html(with_references=False)}</section>')
+                             f'{Result.of(ref).to_html(with_references=False)}</section>')
     return parts
 
 
@@ -80,7 +79,7 @@ def _comparable(run: references.ReferenceRun, comparisons: list[Comparison]) -> 
 def _factor(value: float | None) -> str:
     if value is None:
         return ""
-    return "no new memory, " if value == float("inf") else f"{value:.2f}x, "
+    return "no new memory, " if value == float("inf") else f"{format_ratio(value)}, "
 
 
 def _claims_section(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> str:
@@ -120,7 +119,7 @@ def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (
     if not comparisons:
         parts.append("<p>No measurements were recorded.</p>")
     for comparison in sorted(comparisons, key=lambda c: c.tip):
-        parts.append(f'<section id="{html.escape(comparison.tip)}">{comparison._repr_html_()}</section>')
+        parts.append(f'<section id="{html.escape(comparison.tip)}">{comparison.to_html()}</section>')
     parts += _reference_only(comparisons, reference_runs)
     parts.append(_claims_section(comparisons, reference_runs))
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Course report</title>"

@@ -38,8 +38,3 @@ class Table:
     def __repr__(self) -> str:
         return (self.caption + "\n" if self.caption else "") + text_table(self.rows)
 
-
-def html_text(text: str, small: bool = False) -> str:
-    """Generated prose as HTML paragraphs (one per line)."""
-    style = ' style="font-size:.85em;color:#555"' if small else ""
-    return "".join(f"<p{style}>{html.escape(line)}</p>" for line in text.splitlines() if line.strip())

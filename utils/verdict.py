@@ -16,12 +16,10 @@ A verdict is generated from the numbers, never typed into a notebook. Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .memory import format_bytes
-
-if TYPE_CHECKING:
-    from .bench import Comparison, Timing
+from .comparison import Comparison, Timing
+from .units import format_bytes, format_ratio
+from .units import format_seconds as _s
 
 # Less GPU work than this per call and a comparison times launches whatever else holds: a tiny
 # op costs ~7 µs from Python on an H100. The course sizes its GPU demos for >= 1 ms on an H100,
@@ -42,7 +40,7 @@ class Verdict:
         return self.text + (f" ({self.note})" if self.note else "")
 
 
-def launch_bound_reason(result: "Comparison") -> str | None:
+def launch_bound_reason(result: Comparison) -> str | None:
     """Why a CUDA comparison measures launches rather than GPU work, or None if it does not."""
     if not result.device.startswith("cuda"):
         return None
@@ -58,14 +56,15 @@ def launch_bound_reason(result: "Comparison") -> str | None:
     return None
 
 
-def time_verdict(result: "Comparison", row: "Timing") -> Verdict:
-    """The speed verdict of one row against the comparison's baseline."""
+def time_verdict(result: Comparison, row: Timing) -> Verdict:
+    """The speed verdict of one row against the comparison's baseline: a short ``text`` for a
+    table, and the reason or caveats in ``note``."""
     base = result.baseline
     if row is base:
         return Verdict("baseline", "baseline")
     reason = launch_bound_reason(result)
     if reason:
-        return Verdict("launch-bound", "launch-bound: this measures Python and kernel launches", reason)
+        return Verdict("launch-bound", "launch-bound", f"{reason}: this measures Python and kernel launches")
     ratio = base.median / row.median
     notes = []
     if max(r.iqr / r.median for r in (base, row)) > NOISY_IQR:
@@ -75,25 +74,26 @@ def time_verdict(result: "Comparison", row: "Timing") -> Verdict:
     rounds = list(zip(base.round_medians, row.round_medians))
     same_side = bool(rounds) and len({b > r for b, r in rounds}) == 1
     if gap_clear and len(rounds) < 2:
-        return Verdict("one round", f"{ratio:.2f}x in one round: rerun in full mode for a verdict", "; ".join(notes))
+        return Verdict("one round", f"{format_ratio(ratio)} in one round",
+                       "; ".join(["rerun in full mode for a verdict", *notes]))
     if not (gap_clear and same_side):
         why = "the middle halves of the runs overlap" if not gap_clear else "the rounds disagree"
-        return Verdict("no clear difference", f"no clear difference ({ratio:.2f}x, {why})", "; ".join(notes))
+        return Verdict("no clear difference", "no clear difference",
+                       "; ".join([f"{format_ratio(ratio)}, {why}", *notes]))
     at_least = _host_bound_variant(result, row) and ratio > 1
     if ratio > 1:
-        text = f"{'at least ' if at_least else ''}{ratio:.2f}x as fast"
         if at_least:
             notes.append("this variant's time is mostly launch overhead, so its GPU gain is larger")
-        return Verdict("faster", text, "; ".join(notes))
-    return Verdict("slower", f"slower: {1 / ratio:.2f}x the time", "; ".join(notes))
+        return Verdict("faster", f"{'at least ' if at_least else ''}{format_ratio(ratio)} as fast", "; ".join(notes))
+    return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", "; ".join(notes))
 
 
-def _host_bound_variant(result: "Comparison", row: "Timing") -> bool:
+def _host_bound_variant(result: Comparison, row: Timing) -> bool:
     return (result.device.startswith("cuda") and row.device_s is not None
             and row.device_s < BUSY_FRACTION * row.median)
 
 
-def memory_verdict(result: "Comparison", row: "Timing") -> Verdict | None:
+def memory_verdict(result: Comparison, row: Timing) -> Verdict | None:
     """Peak memory against the baseline's, or None when memory was not measured."""
     base = result.baseline
     if row is base or row.peak_bytes is None or base.peak_bytes is None:
@@ -108,18 +108,3 @@ def memory_verdict(result: "Comparison", row: "Timing") -> Verdict | None:
     return Verdict(kind, f"{share:.0%} of the baseline's peak memory ({format_bytes(row.peak_bytes)} "
                          f"vs {format_bytes(base.peak_bytes)})")
 
-
-def sentence(result: "Comparison", row: "Timing") -> str:
-    """One sentence about a variant, for prose generated from the result."""
-    if row is result.baseline:
-        return f"{row.label} is the baseline."
-    parts = [str(time_verdict(result, row))]
-    memory = memory_verdict(result, row)
-    if memory:
-        parts.append(str(memory))
-    return f"{row.label}, against {result.baseline.label}: " + "; ".join(parts) + "."
-
-
-def _s(seconds: float) -> str:
-    from .bench import format_seconds
-    return format_seconds(seconds)

@@ -1,0 +1,331 @@
+"""How a measurement is shown: the recipe card under every comparison, sweep and timeline.
+
+The one presentation layer of the toolkit. A card shows, by default, one headline generated from
+the result ("channels_last: 1.47x as fast as NCHW on NVIDIA H100 (6.29 ms -> 4.29 ms)"), the
+explanation of that outcome (chosen from ``utils/why`` by the verdict), and a compact table. The
+method, the per-variant caveats, the sources' claims, the reference runs and the bar chart sit
+in a folded ``<details>`` block the learner opens on demand.
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+from dataclasses import dataclass, field
+
+from . import claims, plots, references, why
+from .comparison import Comparison, Sweep, Timeline, Timing
+from .memory import memory_note
+from .tables import html_table, text_table
+from .units import format_bytes, format_number, format_ratio, format_seconds, format_sizes
+from .verdict import Verdict, launch_bound_reason, memory_verdict, time_verdict
+
+CARD = "course-card"  # the class of every card's <div> (utils.lesson_shape counts them)
+DETAILS = "Method, caveats, the sources' claims and reference runs"
+
+
+# ---------------------------------------------------------------- words from numbers
+
+def headline(result: Comparison, row: Timing | None = None) -> str:
+    """One line on the featured variant against the baseline, generated from the verdict."""
+    row = row or result.featured()
+    base, verdict = result.baseline, time_verdict(result, row)
+    times = f"{format_seconds(base.median)} -> {format_seconds(row.median)}"
+    on = f"on {result.device_name}"
+    if verdict.kind == "faster":
+        return f"{row.label}: {verdict.text} as {base.label} {on} ({times})."
+    if verdict.kind == "slower":
+        return f"{row.label}: {format_ratio(row.median / base.median)} the time of {base.label} {on} ({times})."
+    if verdict.kind == "launch-bound":
+        return f"{row.label} against {base.label} {on}: launch-bound, so no verdict ({verdict.note})."
+    if verdict.kind == "one round":
+        return f"{row.label}: {verdict.text} against {base.label} {on} ({times}); rerun in full mode for a verdict."
+    return f"{row.label}: no clear difference from {base.label} {on} ({times})."
+
+
+def fields(result: Comparison, facts: dict | None = None) -> dict[str, str]:
+    """The figures a ``utils/why`` sentence may name, as text: the standard ones below, then the
+    comparison's sizes, then the notebook's ``facts`` (later names win)."""
+    base, row = result.baseline, result.featured()
+    spec = result.sizes_spec or {}
+    values = {"baseline": base.label, "variant": row.label, "device": result.device_name,
+              "ratio": format_ratio(result.speedup(row)), "slowdown": format_ratio(row.median / base.median),
+              "baseline_time": format_seconds(base.median), "variant_time": format_seconds(row.median),
+              "baseline_gpu": format_seconds(base.device_s), "variant_gpu": format_seconds(row.device_s),
+              "baseline_peak": format_bytes(base.peak_bytes), "variant_peak": format_bytes(row.peak_bytes),
+              "gpu_sizes": format_sizes(spec.get("gpu", {})), "cpu_sizes": format_sizes(spec.get("cpu", {}))}
+    values.update({k: str(v) for k, v in result.sizes.items()})
+    values.update({k: fact_text(v) for k, v in (facts or {}).items()})
+    return values
+
+
+def fact_text(value) -> str:
+    """A fact in words: a Timing is its median time, a float three significant figures."""
+    if isinstance(value, Timing):
+        return format_seconds(value.median)
+    if isinstance(value, float):
+        return format_number(value)
+    return str(value)
+
+
+def explanation(result: Comparison, facts: dict | None = None) -> list[str]:
+    """The ``utils/why`` sentences for this outcome on this kind of device, filled in."""
+    kind = time_verdict(result, result.featured()).kind
+    device = "gpu" if result.on_gpu else "cpu"
+    values = fields(result, facts)
+    sentences = []
+    for template in why.templates(result.why_key, device, kind):
+        missing = why.field_names(template) - set(values)
+        if missing:
+            raise ValueError(f"utils/why [{result.why_key}] asks for {sorted(missing)}, which {result.tip} "
+                             f"'{result.title}' does not give; it gives {sorted(values)}")
+        sentences.append(template.format_map(values))
+    return sentences
+
+
+def sentence(result: Comparison, row: Timing) -> str:
+    """A variant's full verdict, its caveats and its memory against the baseline."""
+    if row is result.baseline:
+        return f"{row.label} is the baseline."
+    parts = [str(time_verdict(result, row))]
+    memory = memory_verdict(result, row)
+    if memory:
+        parts.append(str(memory))
+    return f"{row.label}, against {result.baseline.label}: " + "; ".join(parts) + "."
+
+
+def claim_lines(result: Comparison) -> list[str]:
+    """The sources' claims about this comparison, in plain words beside what was measured here."""
+    lines = []
+    try:
+        ledger = claims.load()
+    except (OSError, ValueError):  # an unreadable ledger must not stop a notebook; tests check it
+        return lines
+    for claim in ledger:
+        found = claims.find_row(claim, [result])
+        if found:
+            factor, verdict, reason = claims.judge(claim, *found)
+            measured = "no new memory" if factor == math.inf else format_ratio(factor) if factor is not None else "-"
+            condition = f" ({claim.condition})" if claim.condition else ""
+            lines.append(f"{source_name(claim.source).capitalize()} reports {claim.claimed()}{condition}; "
+                         f"here: {measured}, {verdict}{f' ({reason})' if reason else ''}.")
+    return lines
+
+
+def source_name(source: str) -> str:
+    """'000#2' -> 'source write-up 000 (item 2)': the sources are listed in SOURCES.md."""
+    seed, _, item = source.partition("#")
+    return f"source write-up {seed}" + (f" (item {item})" if item else "")
+
+
+def footnote(result: Comparison) -> str:
+    """How to read the table: rounds, what 'GPU time' and 'peak memory' count."""
+    rounds = len(result.baseline.round_medians)
+    notes = [f"median and IQR over {rounds} interleaved round{'s' * (rounds != 1)}"]
+    if any(r.device_s is not None for r in result.rows):
+        notes.append("GPU time: kernel time per call from torch.profiler")
+    notes += [memory_note(m) for m in sorted({r.memory_method for r in result.rows if r.memory_method})]
+    return "; ".join(notes) + "."
+
+
+def caption(result: Comparison) -> str:
+    sizes = format_sizes(result.sizes)
+    return f"{result.tip}: {result.title} on {result.device_name}" + (f" ({sizes})" if sizes else "")
+
+
+# ---------------------------------------------------------------- tables
+
+def table_rows(result: Comparison, compact: bool = False) -> list[dict[str, str]]:
+    """The comparison as rows. Compact: time, verdict, GPU time on a GPU, and peak memory only when
+    it differs between variants. Full: median, IQR, runs, every figure, and the verdict's caveats."""
+    gpu_time = any(r.device_s is not None for r in result.rows)
+    memory = any(r.peak_bytes is not None for r in result.rows)
+    if compact:
+        memory = any(v is not None and v.kind != "same memory"
+                     for v in (memory_verdict(result, r) for r in result.rows[1:]))
+    rows = []
+    for row in result.rows:
+        verdict = time_verdict(result, row)
+        cells = {"variant": row.label, "median": format_seconds(row.median)}
+        if not compact:
+            cells.update({"IQR": format_seconds(row.iqr), "runs": str(row.runs),
+                          "speed-up": format_ratio(result.speedup(row))})
+        if gpu_time:
+            cells["GPU time"] = format_seconds(row.device_s)
+        if memory:
+            cells["peak memory"] = format_bytes(row.peak_bytes)
+        cells.update({k: str(v) for k, v in row.extra.items()})
+        cells["verdict"] = verdict.text if compact else str(verdict)
+        rows.append(cells)
+    return rows
+
+
+def reference_table(result: Comparison) -> str:
+    """This run beside each reference run of the same demo at the sizes the notebook uses there."""
+    found = references.matching(result)
+    if not found:
+        return ""
+    rows = []
+    for i, row in enumerate(result.rows):
+        cells = {"variant": row.label, f"here: {result.device_name}": _speed(result, row)}
+        for run, ref in found:
+            cells[f"{run.describe()} ({format_sizes(ref.sizes) or 'no sizes'})"] = _speed(ref, ref.rows[i])
+        rows.append(cells)
+    return html_table(rows, caption=f"{result.tip}: this run beside the reference runs")
+
+
+def reference_lines(result: Comparison) -> list[str]:
+    """One line per reference run of this demo: what it measured for the featured variant."""
+    label = result.featured().label
+    return [f"Reference run on {ref.device_name} ({run.name}): {label}, {_speed(ref, ref.row(label), short=True)}."
+            for run, ref in references.matching(result)]
+
+
+def _speed(result: Comparison, row: Timing, short: bool = False) -> str:
+    if row is result.baseline:
+        return "baseline"
+    if not row.round_medians:
+        return f"{format_ratio(result.speedup(row))} (recorded before per-round verdicts: no verdict)"
+    verdict = time_verdict(result, row).text
+    return verdict if short else f"{format_ratio(result.speedup(row))}, {verdict}"
+
+
+# ---------------------------------------------------------------- HTML
+
+def _paragraphs(lines: list[str], small: bool = False) -> str:
+    style = ' style="font-size:.85em;color:#555"' if small else ""
+    return "".join(f"<p{style}>{html.escape(line)}</p>" for line in lines if line.strip())
+
+
+def details_html(summary: str, body: str) -> str:
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
+def card_html(title: str, head: str, lines: list[str], table: str, visible: str = "", details: str = "") -> str:
+    """The card: a bold title and headline, the explanation, the table, a figure, the folded rest."""
+    top = f"<p><b>{html.escape(title)}</b> · {html.escape(head)}</p>" if head else f"<p><b>{html.escape(title)}</b></p>"
+    return (f'<div class="{CARD}">{top}{_paragraphs(lines)}{table}{visible}'
+            f"{details_html(DETAILS, details) if details else ''}</div>")
+
+
+@dataclass(repr=False)
+class Result(Comparison):
+    """A comparison as a notebook shows it (``bench.compare`` returns one): a card in Jupyter, text
+    elsewhere. ``facts`` are further figures its ``utils/why`` sentences may name."""
+    facts: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, comparison: Comparison) -> "Result":
+        """A stored comparison (a record group, a reference run's) made showable."""
+        return cls(**{f.name: getattr(comparison, f.name) for f in dataclasses.fields(Comparison)})
+
+    def verdict(self, row: Timing | str, against: Timing | str | None = None) -> Verdict:
+        """The speed verdict of a variant (a row or its label) against the baseline or ``against``."""
+        return time_verdict(*self.pair(row, against))
+
+    def memory_verdict(self, row: Timing | str, against: Timing | str | None = None) -> Verdict | None:
+        """The peak-memory verdict of a variant, or None when memory was not measured."""
+        return memory_verdict(*self.pair(row, against))
+
+    def launch_bound(self) -> str | None:
+        """Why this comparison measures kernel launches rather than the tip (CUDA), or None."""
+        return launch_bound_reason(self)
+
+    def headline(self) -> str:
+        return headline(self)
+
+    def explanation(self) -> list[str]:
+        return explanation(self, self.facts)
+
+    def footnote(self) -> str:
+        return footnote(self)
+
+    def summary(self) -> str:
+        """Every variant's full verdict, one sentence each."""
+        return "\n".join(sentence(self, row) for row in self.rows[1:])
+
+    def caption(self) -> str:
+        return caption(self)
+
+    def table_rows(self, compact: bool = False) -> list[dict[str, str]]:
+        return table_rows(self, compact)
+
+    def details(self, with_references: bool = True) -> str:
+        return (html_table(table_rows(self), caption=caption(self)) + _paragraphs([footnote(self)], small=True)
+                + _paragraphs(self.summary().splitlines() + claim_lines(self), small=True)
+                + (reference_table(self) if with_references else "")
+                + plots.figure_html(plots.comparison_figure(self), "bars"))
+
+    def to_html(self, with_references: bool = True) -> str:
+        lines = self.explanation() + (reference_lines(self) if with_references else [])
+        return card_html(f"{self.tip} · {self.title}", self.headline(), lines,
+                         html_table(table_rows(self, compact=True)), details=self.details(with_references))
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),
+                          *reference_lines(self), text_table(table_rows(self, compact=True))])
+
+
+@dataclass(repr=False)
+class SweepResult(Sweep):
+    """A sweep as a notebook shows it: a headline of the ratios by size, the explanation of the
+    outcome at the largest size, a compact table and the curves."""
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def last(self) -> Result:
+        return self.comparisons[-1]
+
+    def headline(self) -> str:
+        first = self.comparisons[0]
+        base, row = first.baseline.label, first.featured().label
+        ratios = ", ".join(f"{format_ratio(c.speedup(c.featured()))} at {v}" for v, c in zip(self.values, self.comparisons))
+        return f"{row} against {base} on {first.device_name}, by {self.over}: {ratios}."
+
+    def table_rows(self) -> list[dict[str, str]]:
+        rows = []
+        for value, comparison in zip(self.values, self.comparisons):
+            cells = {self.over: str(value)}
+            for row in comparison.rows:
+                cells[row.label] = (f"{format_number(self.rate.of(value, row.median))} {self.rate.unit}" if self.rate
+                                    else format_seconds(row.median))
+            cells["verdict"] = time_verdict(comparison, comparison.featured()).text
+            rows.append(cells)
+        return rows
+
+    def explanation(self) -> list[str]:
+        return explanation(self.last, {self.over: self.values[-1], **self.facts})
+
+    def to_html(self) -> str:
+        details = _paragraphs([footnote(self.last)] + claim_lines(self.last), small=True)
+        return card_html(f"{self.tip} · {self.title}", self.headline(), self.explanation(),
+                         html_table(self.table_rows()), plots.figure_html(plots.sweep_figure(self), "sweep"), details)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),
+                          text_table(self.table_rows())])
+
+
+@dataclass(repr=False)
+class TimelineResult(Timeline):
+    """A timeline as a notebook shows it: one figure, lanes per variant."""
+
+    def to_html(self) -> str:
+        return card_html(f"{self.tip} · {self.title}", f"what ran when, during one call, on {self.device_name}", [],
+                         "", plots.figure_html(plots.timeline_figure(self), "timeline"))
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        lanes = {}
+        for span in self.spans:
+            lanes[(span.variant, span.lane)] = lanes.get((span.variant, span.lane), 0.0) + span.end - span.start
+        return "\n".join([f"{self.tip} · {self.title} on {self.device_name}"]
+                         + [f"{variant}, {lane}: busy {format_seconds(busy)}" for (variant, lane), busy in lanes.items()])

@@ -1,0 +1,94 @@
+"""What ran when during one call, from ``torch.profiler``: the spans a timeline plot draws.
+
+CPU lane: the outermost events of the calling thread, named by their ``record_function`` label
+or, for a bare PyTorch op, by the op ("aten::item" is where Python waits for a GPU). GPU lanes,
+one per CUDA stream: kernels, copies and memsets. Times are seconds from the call's first event.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from .comparison import Span
+
+# Ops that make the CPU wait for the GPU (T014): named as such in the CPU lane.
+WAITS = {"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::equal",
+         "cudaStreamSynchronize", "cudaDeviceSynchronize"}
+MAX_NAMES = 6  # distinct CPU span names kept; the rest become "other torch ops"
+
+
+def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Span]:
+    """One warm-up call, then one profiled call of ``fn``: its CPU and GPU spans, labelled ``label``."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    fn()
+    _synchronize(device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. CUPTI notices: they cannot change what ran
+        with profile(activities=activities, acc_events=True) as prof:
+            fn()
+            _synchronize(device)
+        events = list(prof.profiler.kineto_results.events())
+    cpu = _outermost([e for e in events if e.device_type() == torch.autograd.DeviceType.CPU])
+    gpu = [e for e in events if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]
+    if not cpu and not gpu:
+        return []
+    start = min(e.start_ns() for e in cpu + gpu)
+    found = [Span(label, "CPU", _cpu_name(e), (e.start_ns() - start) / 1e9, (e.end_ns() - start) / 1e9) for e in cpu]
+    found += [Span(label, f"GPU stream {e.device_resource_id()}", _gpu_name(e.name()),
+                   (e.start_ns() - start) / 1e9, (e.end_ns() - start) / 1e9) for e in gpu]
+    return _fewer_names(found)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def _outermost(events: list) -> list:
+    """Events of the thread that ran most, not nested in another (a record_function range holds its ops)."""
+    if not events:
+        return []
+    threads: dict[int, int] = {}
+    for e in events:
+        threads[e.start_thread_id()] = threads.get(e.start_thread_id(), 0) + e.end_ns() - e.start_ns()
+    main = max(threads, key=threads.get)
+    kept, end = [], -1
+    for e in sorted((e for e in events if e.start_thread_id() == main), key=lambda e: (e.start_ns(), -e.end_ns())):
+        if e.start_ns() >= end:
+            kept.append(e)
+            end = e.end_ns()
+    return kept
+
+
+def _cpu_name(event) -> str:
+    name = event.name()
+    if name in WAITS:
+        return f"waits: {name}"
+    return name
+
+
+def _gpu_name(name: str) -> str:
+    lowered = name.lower()
+    if "memcpy" in lowered:
+        return "GPU: copy"
+    if "memset" in lowered:
+        return "GPU: memset"
+    return "GPU: kernel"
+
+
+def _fewer_names(found: list[Span]) -> list[Span]:
+    """Keep the CPU names that took the most time; merge the rest into "other torch ops"."""
+    busy: dict[str, float] = {}
+    for span in found:
+        if span.lane == "CPU":
+            busy[span.name] = busy.get(span.name, 0.0) + span.end - span.start
+    keep = set(sorted(busy, key=busy.get, reverse=True)[:MAX_NAMES])
+    for span in found:
+        if span.lane == "CPU" and span.name not in keep:
+            span.name = "other torch ops"
+    return found
