@@ -43,7 +43,7 @@ def store(tmp_path, comparisons, name="gpu-1", commit="abc123", manifest=True):
 def test_a_reference_at_the_sizes_the_notebook_picks_for_its_device_is_shown(tmp_path, refs):
     store(tmp_path, [demo("cuda:0", n=64, spec=SPEC)])
     mine = demo("cpu", n=4, spec=SPEC)
-    [(run, ref)] = references.matching(mine)
+    [(run, ref)] = references.matching(mine.demo)
     assert run.name == "gpu-1" and ref.device_name == "NVIDIA Test GPU"
     assert "Reference run on NVIDIA Test GPU (gpu-1): float32, 2.00x as fast." in repr(mine)
     page = mine._repr_html_()
@@ -56,14 +56,14 @@ def test_a_stale_reference_is_not_shown(tmp_path, refs, change):
     mine = {"resized": demo(spec={**SPEC, "gpu": {"n": 128}}),
             "relabelled": demo(spec=SPEC, labels=("float64", "bfloat16")),
             "retitled": demo(spec=SPEC, title="another")}[change]
-    assert references.matching(mine) == []
+    assert references.matching(mine.demo) == []
     assert "Reference" not in repr(mine) and "beside the reference runs" not in mine._repr_html_()
 
 
 def test_plain_dict_sizes_must_be_equal(tmp_path, refs):
     store(tmp_path, [demo("cuda:0", n=4)])
-    assert len(references.matching(demo(n=4))) == 1
-    assert references.matching(demo(n=8)) == []
+    assert len(references.matching(demo(n=4).demo)) == 1
+    assert references.matching(demo(n=8).demo) == []
 
 
 def test_add_refuses_bad_input(tmp_path, refs):

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Callable
 import torch
 
 from . import records, trace
-from .comparison import Rate, Sizes, Timing, sizes_key
+from .comparison import Demo, Rate, Sizes, Timing, fact_text, sizes_key
 from .device import device_name
 from .memory import peak_memory
-from .present import Result, SweepResult, TimelineResult
+from .present import NEEDS, Result, SweepResult, TimelineResult, Unmeasured
+from .units import format_number
 from .units import format_seconds  # noqa: F401  (notebooks call bench.format_seconds)
 
 if TYPE_CHECKING:  # imported on first use: it pulls in cpp_extension and setuptools (~0.1 s per kernel start)
@@ -162,7 +163,7 @@ def _normalize(variant) -> tuple[str, Callable[[], object], dict]:
 def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None = None,
             device: torch.device | str = "cpu", memory: bool = True, record: bool = True,
             about_overhead: bool = False, host: bool = False, why: str = "", headline: str = "",
-            facts: dict | None = None) -> Result:
+            facts: dict | None = None, needs: str | None = None, rate: tuple | None = None) -> Result | Unmeasured:
     """Measure a baseline and the tip's variant(s) side by side; record and return the result.
 
     Each of ``baseline`` and ``variants`` is ``(label, fn)`` or ``(label, fn, extra)`` where
@@ -173,7 +174,11 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     ``host=True`` marks a host-side comparison (it runs on the CPU whatever the notebook's device).
     ``why`` names the comparison's explanations in ``utils/why`` (default: the tip), ``headline``
     the variant the card's headline is about (default: the first after the baseline), and
-    ``facts`` further figures those explanations may quote. The result shows as a card in Jupyter.
+    ``facts`` further figures those explanations may quote. ``rate=(unit, work)`` adds each variant's
+    throughput, ``work / median`` in ``unit`` (``("GB/s", nbytes / 1e9)``), to its row and as the
+    facts ``baseline_rate`` and ``variant_rate``. ``needs="cuda"`` (or ``"gpu"``: CUDA or
+    MPS) marks a demo other devices cannot run: there nothing is timed, and the card says what the
+    demo would measure and shows the reference runs that did. The result shows as a card in Jupyter.
     """
     if not isinstance(tip, str) or not tip:
         raise ValueError("tip must be a curriculum ID such as 'T044'")
@@ -183,40 +188,74 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     labels = [label for label, _, _ in parsed]
     if len(set(labels)) != len(labels):
         raise ValueError(f"variant labels must be distinct, got {labels}")
+    if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not isinstance(rate[1], (int, float))):
+        raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
     if headline and headline not in labels[1:]:
         raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
     device = torch.device("cpu") if host else torch.device(device)
+    if needs is not None and not _satisfies(device, needs):
+        demo = Demo(tip, title or tip, labels, dict(sizes or {}), getattr(sizes, "spec", None))
+        return Unmeasured(demo, device_name(device), _kind(device), needs, why, dict(facts or {}), headline or labels[1])
     result = Result(tip, title or tip, str(device), device_name(device), dict(sizes or {}),
                     _measure_interleaved(parsed, device, memory), about_overhead=about_overhead, host=host,
                     sizes_spec=getattr(sizes, "spec", None), quick=is_quick(),
                     notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=why, headline_variant=headline,
-                    torch=torch.__version__, facts=dict(facts or {}))
+                    torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()})
+    if rate is not None:
+        _add_rate(result, *rate)
     if record:
         records.append(result.to_records({row.label: result.verdict(row).kind for row in result.rows}))
     return result
 
 
+def _add_rate(result: Result, unit: str, work: float) -> None:
+    for row in result.rows:
+        row.extra[unit] = format_number(work / row.median)
+    result.facts.setdefault("baseline_rate", f"{result.baseline.extra[unit]} {unit}")
+    result.facts.setdefault("variant_rate", f"{result.featured().extra[unit]} {unit}")
+
+
+def _satisfies(device: torch.device, needs: str) -> bool:
+    if needs not in NEEDS:
+        raise ValueError(f"needs must be one of {sorted(NEEDS)}, got {needs!r}")
+    return device.type == "cuda" if needs == "cuda" else device.type in ("cuda", "mps")
+
+
+def _kind(device: torch.device) -> str:
+    return "gpu" if device.type in ("cuda", "mps") else "cpu"
+
+
 def sweep(tip: str, over: str, values, variants: Callable[[object], list], *, title: str,
           device: torch.device | str = "cpu", sizes: dict | None = None, rate: tuple | None = None,
-          record: bool = True, memory: bool = False, **options) -> SweepResult:
+          record: bool = True, memory: bool = False, needs: str | None = None,
+          **options) -> SweepResult | Unmeasured:
     """The same comparison at several sizes: ``variants(value)`` returns the ``(label, fn)`` pairs
     (baseline first) to compare at one value of ``over``. ``sizes`` are the sizes that stay fixed.
     ``rate=(unit, work)`` plots ``work(value) / seconds`` in ``unit`` instead of time (say
-    ``("GB/s", lambda n: 4 * n / 1e9)``). Other options go to ``compare`` for every value."""
+    ``("GB/s", lambda n: 4 * n / 1e9)``). ``needs`` as for ``compare``; other options go to
+    ``compare`` for every value."""
     values = list(values)
     if len(values) < 2:
         raise ValueError(f"a sweep needs at least two values of {over!r}, got {values!r}")
     if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not callable(rate[1])):
         raise TypeError(f"rate must be (unit, work), e.g. ('GB/s', lambda n: 4 * n / 1e9); got {rate!r}")
+    device = torch.device(device)
+    if needs is not None and not _satisfies(device, needs):
+        demo = Demo(tip, title, [], {**dict(sizes or {}), over: values})
+        return Unmeasured(demo, device_name(device), _kind(device), needs, options.get("why", ""),
+                          dict(options.get("facts") or {}))
     comparisons = [compare(tip, *variants(value), title=title, sizes={**dict(sizes or {}), over: value},
-                           device=device, record=record, memory=memory, **options) for value in values]
-    return SweepResult(tip, title, over, values, comparisons, Rate(*rate) if rate else None,
-                       facts=dict(options.get("facts") or {}))
+                           device=device, record=record, memory=memory,
+                           rate=(rate[0], rate[1](value)) if rate else None, **options) for value in values]
+    return SweepResult(tip, title, over, values, comparisons, Rate(*rate) if rate else None)
 
 
-def timeline(tip: str, *variants, title: str, device: torch.device | str = "cpu") -> TimelineResult:
+def timeline(tip: str, *variants, title: str, device: torch.device | str = "cpu", why: str = "",
+             needs: str | None = None) -> TimelineResult | Unmeasured:
     """What the CPU and the GPU ran during one call of each ``(label, fn)`` variant (after one
     warm-up call), from ``torch.profiler``: a picture of waiting and overlap, not a timing."""
     device = torch.device(device)
+    if needs is not None and not _satisfies(device, needs):
+        return Unmeasured(Demo(tip, title, [], {}), device_name(device), _kind(device), needs, why)
     spans = [span for label, fn, _ in map(_normalize, variants) for span in trace.spans(label, fn, device)]
     return TimelineResult(tip, title, device_name(device), spans)

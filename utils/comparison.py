@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import records
-from .units import format_seconds
+from .units import format_number, format_seconds
 
 
 @dataclass
@@ -60,6 +60,17 @@ def sizes_key(device_type: str, quick: bool) -> str:
 
 
 @dataclass
+class Demo:
+    """What makes two measurements the same demo across runs: tip, title, variant labels and the
+    sizes (with ``sizes_spec``, every device's sizes, so a run on another device can be matched)."""
+    tip: str
+    title: str
+    labels: list[str]
+    sizes: dict
+    sizes_spec: dict | None = None
+
+
+@dataclass
 class Comparison:
     """A baseline and one or more variants, measured side by side on one device."""
     tip: str
@@ -76,6 +87,7 @@ class Comparison:
     why: str = ""                  # the key of its explanations in utils/why/ (default: the tip)
     headline_variant: str = ""     # the variant its headline is about (default: the first after the baseline)
     torch: str = ""                # the torch version that measured it
+    facts: dict[str, str] = field(default_factory=dict)  # further figures, as text, its explanations quote
 
     @property
     def baseline(self) -> Timing:
@@ -92,6 +104,10 @@ class Comparison:
     @property
     def why_key(self) -> str:
         return self.why or self.tip
+
+    @property
+    def demo(self) -> Demo:
+        return Demo(self.tip, self.title, [r.label for r in self.rows], self.sizes, self.sizes_spec)
 
     def row(self, label: str) -> Timing:
         for row in self.rows:
@@ -136,7 +152,7 @@ class Comparison:
                 notebook=self.notebook, torch=self.torch, quick=self.quick,
                 round_medians=list(row.round_medians), device_s=row.device_s, q1_s=row.q1, q3_s=row.q3,
                 about_overhead=self.about_overhead, host=self.host, sizes_spec=self.sizes_spec,
-                verdict=(verdicts or {}).get(row.label, ""), why=self.why, headline_variant=self.headline_variant,
+                verdict=(verdicts or {}).get(row.label, ""), why=self.why, headline_variant=self.headline_variant, facts=dict(self.facts),
             )
             for i, row in enumerate(self.rows)
         ]
@@ -152,7 +168,7 @@ class Comparison:
         return cls(first.tip, first.title, first.device, first.device_name, dict(first.sizes), rows,
                    about_overhead=first.about_overhead, host=first.host, sizes_spec=first.sizes_spec,
                    quick=first.quick, notebook=first.notebook, why=first.why,
-                   headline_variant=first.headline_variant, torch=first.torch)
+                   headline_variant=first.headline_variant, torch=first.torch, facts=dict(first.facts))
 
 
 @dataclass
@@ -193,6 +209,15 @@ class Timeline:
     title: str
     device_name: str
     spans: list[Span]
+
+
+def fact_text(value) -> str:
+    """A fact in words: a Timing is its median time, a float three significant figures."""
+    if isinstance(value, Timing):
+        return format_seconds(value.median)
+    if isinstance(value, float):
+        return format_number(value)
+    return str(value)
 
 
 def group_records(all_records: list[records.Record]) -> list[list[records.Record]]:

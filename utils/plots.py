@@ -11,6 +11,7 @@ import base64
 import html
 import io
 import math
+import textwrap
 
 from .comparison import Comparison, Sweep, Timeline
 from .units import format_ratio
@@ -28,6 +29,11 @@ def _pyplot():
         matplotlib.use("Agg")  # no window: figures become PNGs
     import matplotlib.pyplot as plt
     return plt
+
+
+def _wrap(label: str, width: int = 28) -> str:
+    """Long variant labels on several lines, so the axes keep their width."""
+    return "\n".join(textwrap.wrap(label, width)) or label
 
 
 def _time_unit(largest: float) -> tuple[float, str]:
@@ -48,9 +54,10 @@ def comparison_figure(result: Comparison):
     plt = _pyplot()
     rows = result.rows
     memory = any(v is not None and v.kind != "same memory" for v in (memory_verdict(result, r) for r in rows[1:]))
-    fig, axes = plt.subplots(1, 2 if memory else 1, figsize=(9 if memory else 5.5, 0.7 + 0.45 * len(rows)),
-                             squeeze=False)
-    labels = [r.label for r in rows]
+    labels = [_wrap(r.label) for r in rows]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, axes = plt.subplots(1, 2 if memory else 1, figsize=(9 if memory else 6, 1.0 + 0.3 * lines + 0.15 * len(rows)),
+                             squeeze=False, layout="constrained")
     colors = [BASELINE_COLOR] + [VARIANT_COLOR] * (len(rows) - 1)
     scale, unit = _time_unit(max(r.median for r in rows))
     ax = axes[0][0]
@@ -75,7 +82,6 @@ def comparison_figure(result: Comparison):
         a.invert_yaxis()
     launch_bound = " (launch-bound: these bars time launches, not the tip)" if launch_bound_reason(result) else ""
     fig.suptitle(f"{result.tip}: {result.title}{launch_bound}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -83,7 +89,7 @@ def sweep_figure(sweep: Sweep):
     """One curve per variant against the swept size: time per call, or a rate (``sweep.rate``);
     log axes where the values span more than LOG_RATIO."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
     labels = [row.label for row in sweep.comparisons[0].rows]
     rate = sweep.rate
     series = {label: [] for label in labels}
@@ -102,36 +108,35 @@ def sweep_figure(sweep: Sweep):
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     fig.suptitle(f"{sweep.tip}: {sweep.title} on {sweep.comparisons[0].device_name}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
 def timeline_figure(timeline: Timeline):
-    """Lanes of spans over time (say, what the CPU ran and what the GPU ran), one panel per variant."""
+    """Lanes of spans over time (what the CPU ran, what each GPU stream ran), one panel per variant,
+    on one time axis so the variants' lengths compare."""
     plt = _pyplot()
     variants = list(dict.fromkeys(span.variant for span in timeline.spans))
     lanes = list(dict.fromkeys(span.lane for span in timeline.spans))
-    fig, axes = plt.subplots(len(variants), 1, figsize=(8, 0.6 + 0.55 * len(lanes) * len(variants)),
-                             squeeze=False, sharex=True)
-    end = max(span.end for span in timeline.spans)
-    scale, unit = _time_unit(end)
-    names = list(dict.fromkeys(span.name for span in timeline.spans))
-    color = {name: COLORS[i % len(COLORS)] for i, name in enumerate(names)}
+    fig, axes = plt.subplots(len(variants), 1, figsize=(8, 1.2 + 0.5 * len(lanes) * len(variants)),
+                             squeeze=False, sharex=True, layout="constrained")
+    scale, unit = _time_unit(max(span.end for span in timeline.spans))
+    names = sorted({span.name for span in timeline.spans}, key=lambda n: (n == "other torch ops", n))
+    palette = plt.get_cmap("tab10").colors
+    color = {name: "#bbbbbb" if name == "other torch ops" else palette[i % len(palette)] for i, name in enumerate(names)}
     for ax, variant in zip(axes[:, 0], variants):
         for y, lane in enumerate(lanes):
-            spans = [s for s in timeline.spans if s.variant == variant and s.lane == lane]
             for name in names:
-                bars = [(s.start / scale, (s.end - s.start) / scale) for s in spans if s.name == name]
+                bars = [(s.start / scale, (s.end - s.start) / scale) for s in timeline.spans
+                        if s.variant == variant and s.lane == lane and s.name == name]
                 if bars:
                     ax.broken_barh(bars, (y - 0.35, 0.7), color=color[name])
         ax.set_yticks(range(len(lanes)), lanes)
         ax.set_ylim(len(lanes) - 0.5, -0.5)
-        ax.set_title(variant, fontsize=9, loc="left")
-    axes[-1][0].set_xlabel(f"time ({unit})")
+        ax.set_ylabel(_wrap(variant, 20), rotation=0, ha="right", va="center", fontsize=9)
+    axes[-1][0].set_xlabel(f"time since the call started ({unit})")
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[name]) for name in names]
-    fig.legend(handles, names, fontsize=8, loc="lower center", ncol=min(len(names), 4), bbox_to_anchor=(0.5, -0.02))
+    fig.legend(handles, names, fontsize=8, loc="outside lower center", ncol=min(len(names), 4))
     fig.suptitle(f"{timeline.tip}: {timeline.title} on {timeline.device_name}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 

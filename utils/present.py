@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import claims, plots, references, why
-from .comparison import Comparison, Sweep, Timeline, Timing
+from .comparison import Comparison, Demo, Sweep, Timeline, Timing, fact_text
 from .memory import memory_note
 from .tables import html_table, text_table
 from .units import format_bytes, format_number, format_ratio, format_seconds, format_sizes
@@ -43,9 +43,9 @@ def headline(result: Comparison, row: Timing | None = None) -> str:
     return f"{row.label}: no clear difference from {base.label} {on} ({times})."
 
 
-def fields(result: Comparison, facts: dict | None = None) -> dict[str, str]:
+def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
     """The figures a ``utils/why`` sentence may name, as text: the standard ones below, then the
-    comparison's sizes, then the notebook's ``facts`` (later names win)."""
+    comparison's sizes, then its facts, then ``extra`` (later names win)."""
     base, row = result.baseline, result.featured()
     spec = result.sizes_spec or {}
     values = {"baseline": base.label, "variant": row.label, "device": result.device_name,
@@ -55,24 +55,16 @@ def fields(result: Comparison, facts: dict | None = None) -> dict[str, str]:
               "baseline_peak": format_bytes(base.peak_bytes), "variant_peak": format_bytes(row.peak_bytes),
               "gpu_sizes": format_sizes(spec.get("gpu", {})), "cpu_sizes": format_sizes(spec.get("cpu", {}))}
     values.update({k: str(v) for k, v in result.sizes.items()})
-    values.update({k: fact_text(v) for k, v in (facts or {}).items()})
+    values.update(result.facts)
+    values.update({k: fact_text(v) for k, v in (extra or {}).items()})
     return values
 
 
-def fact_text(value) -> str:
-    """A fact in words: a Timing is its median time, a float three significant figures."""
-    if isinstance(value, Timing):
-        return format_seconds(value.median)
-    if isinstance(value, float):
-        return format_number(value)
-    return str(value)
-
-
-def explanation(result: Comparison, facts: dict | None = None) -> list[str]:
+def explanation(result: Comparison, extra: dict | None = None) -> list[str]:
     """The ``utils/why`` sentences for this outcome on this kind of device, filled in."""
     kind = time_verdict(result, result.featured()).kind
     device = "gpu" if result.on_gpu else "cpu"
-    values = fields(result, facts)
+    values = fields(result, extra)
     sentences = []
     for template in why.templates(result.why_key, device, kind):
         missing = why.field_names(template) - set(values)
@@ -162,7 +154,7 @@ def table_rows(result: Comparison, compact: bool = False) -> list[dict[str, str]
 
 def reference_table(result: Comparison) -> str:
     """This run beside each reference run of the same demo at the sizes the notebook uses there."""
-    found = references.matching(result)
+    found = references.matching(result.demo)
     if not found:
         return ""
     rows = []
@@ -174,11 +166,14 @@ def reference_table(result: Comparison) -> str:
     return html_table(rows, caption=f"{result.tip}: this run beside the reference runs")
 
 
-def reference_lines(result: Comparison) -> list[str]:
-    """One line per reference run of this demo: what it measured for the featured variant."""
-    label = result.featured().label
+def reference_lines(demo: Demo, label: str) -> list[str]:
+    """What the newest reference run on each device measured for the variant ``label`` (the
+    details list every run)."""
+    newest = {}
+    for run, ref in sorted(references.matching(demo), key=lambda found: (found[0].manifest.get("date", ""), found[0].name)):
+        newest[ref.device_name] = (run, ref)
     return [f"Reference run on {ref.device_name} ({run.name}): {label}, {_speed(ref, ref.row(label), short=True)}."
-            for run, ref in references.matching(result)]
+            for run, ref in newest.values()]
 
 
 def _speed(result: Comparison, row: Timing, short: bool = False) -> str:
@@ -211,8 +206,7 @@ def card_html(title: str, head: str, lines: list[str], table: str, visible: str 
 @dataclass(repr=False)
 class Result(Comparison):
     """A comparison as a notebook shows it (``bench.compare`` returns one): a card in Jupyter, text
-    elsewhere. ``facts`` are further figures its ``utils/why`` sentences may name."""
-    facts: dict = field(default_factory=dict)
+    elsewhere."""
 
     @classmethod
     def of(cls, comparison: Comparison) -> "Result":
@@ -235,7 +229,7 @@ class Result(Comparison):
         return headline(self)
 
     def explanation(self) -> list[str]:
-        return explanation(self, self.facts)
+        return explanation(self)
 
     def footnote(self) -> str:
         return footnote(self)
@@ -256,24 +250,26 @@ class Result(Comparison):
                 + (reference_table(self) if with_references else "")
                 + plots.figure_html(plots.comparison_figure(self), "bars"))
 
-    def to_html(self, with_references: bool = True) -> str:
-        lines = self.explanation() + (reference_lines(self) if with_references else [])
+    def to_html(self, stored: bool = False) -> str:
+        """The card. ``stored``: a reference run's comparison, shown with its numbers only (no
+        explanation: older runs recorded no facts; no references: it is one)."""
+        lines = [] if stored else self.explanation() + reference_lines(self.demo, self.featured().label)
         return card_html(f"{self.tip} · {self.title}", self.headline(), lines,
-                         html_table(table_rows(self, compact=True)), details=self.details(with_references))
+                         html_table(table_rows(self, compact=True)), details=self.details(not stored))
 
     def _repr_html_(self) -> str:
         return self.to_html()
 
     def __repr__(self) -> str:
         return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),
-                          *reference_lines(self), text_table(table_rows(self, compact=True))])
+                          *reference_lines(self.demo, self.featured().label),
+                          text_table(table_rows(self, compact=True))])
 
 
 @dataclass(repr=False)
 class SweepResult(Sweep):
     """A sweep as a notebook shows it: a headline of the ratios by size, the explanation of the
     outcome at the largest size, a compact table and the curves."""
-    facts: dict = field(default_factory=dict)
 
     @property
     def last(self) -> Result:
@@ -297,7 +293,7 @@ class SweepResult(Sweep):
         return rows
 
     def explanation(self) -> list[str]:
-        return explanation(self.last, {self.over: self.values[-1], **self.facts})
+        return explanation(self.last, {self.over: self.values[-1]})
 
     def to_html(self) -> str:
         details = _paragraphs([footnote(self.last)] + claim_lines(self.last), small=True)
@@ -329,3 +325,52 @@ class TimelineResult(Timeline):
             lanes[(span.variant, span.lane)] = lanes.get((span.variant, span.lane), 0.0) + span.end - span.start
         return "\n".join([f"{self.tip} · {self.title} on {self.device_name}"]
                          + [f"{variant}, {lane}: busy {format_seconds(busy)}" for (variant, lane), busy in lanes.items()])
+
+
+@dataclass(repr=False)
+class Unmeasured:
+    """A demo this device cannot run (``bench.compare(..., needs="cuda")`` elsewhere): what it
+    would measure, the reference runs that did, and nothing made up."""
+    demo: Demo
+    device_name: str
+    device_kind: str   # "cpu" or "gpu": which sentences of utils/why apply
+    needs: str
+    why: str = ""
+    facts: dict = field(default_factory=dict)
+    featured: str = ""  # the variant a reference run's line is about ("" for a sweep: no line)
+
+    def headline(self) -> str:
+        return f"not measured: this demo needs {NEEDS[self.needs]}, and this run is on {self.device_name}."
+
+    def explanation(self) -> list[str]:
+        spec = self.demo.sizes_spec or {}
+        values = {"device": self.device_name, "gpu_sizes": format_sizes(spec.get("gpu", {})),
+                  "cpu_sizes": format_sizes(spec.get("cpu", {})), **{k: str(v) for k, v in self.demo.sizes.items()},
+                  **{k: fact_text(v) for k, v in self.facts.items()}}
+        key = self.why or self.demo.tip
+        sentences = []
+        for template in why.templates(key, self.device_kind, "unmeasured"):
+            missing = why.field_names(template) - set(values)
+            if missing:
+                raise ValueError(f"utils/why [{key}] asks for {sorted(missing)}, which an unmeasured demo does not "
+                                 f"give; it gives {sorted(values)}")
+            sentences.append(template.format_map(values))
+        return sentences
+
+    def lines(self) -> list[str]:
+        return self.explanation() + (reference_lines(self.demo, self.featured) if self.featured else [])
+
+    def to_html(self) -> str:
+        found = references.matching(self.demo)
+        details = "".join(html_table(table_rows(Result.of(ref), compact=True), caption=f"{run.describe()}")
+                          for run, ref in found)
+        return card_html(f"{self.demo.tip} · {self.demo.title}", self.headline(), self.lines(), "", details=details)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return "\n".join([f"{self.demo.tip} · {self.demo.title}: {self.headline()}", *self.lines()])
+
+
+NEEDS = {"cuda": "a CUDA GPU", "gpu": "a GPU (CUDA or Apple MPS)"}

@@ -46,6 +46,7 @@ class Record:
     verdict: str = ""                     # utils.verdict's kind for this row
     why: str = ""                         # the key of the comparison's explanations (utils/why/), "" = its tip
     headline_variant: str = ""            # the variant its headline is about, "" = the first after the baseline
+    facts: dict = field(default_factory=dict)  # further figures its explanations quote, as text
 
 
 def records_path() -> Path | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import records
-from .comparison import Comparison, group_records, sizes_key
+from .comparison import Comparison, Demo, group_records, sizes_key
 from .paths import REPO_ROOT
 
 REFERENCES = REPO_ROOT / "references"
@@ -74,23 +74,23 @@ def _load_runs(root: Path) -> tuple[ReferenceRun, ...]:
     return tuple(runs)
 
 
-def expected_sizes(comparison: Comparison, run: ReferenceRun) -> dict:
-    """The sizes the comparison's notebook picks on the reference run's device and mode."""
-    if comparison.sizes_spec:
-        return comparison.sizes_spec[sizes_key(run.device_type, run.quick)]
-    return comparison.sizes
+def expected_sizes(demo: Demo, run: ReferenceRun) -> dict:
+    """The sizes the demo's notebook picks on the reference run's device and mode."""
+    if demo.sizes_spec:
+        return demo.sizes_spec[sizes_key(run.device_type, run.quick)]
+    return demo.sizes
 
 
-def same_comparison(a: Comparison, b: Comparison) -> bool:
-    return (a.tip, a.title, [r.label for r in a.rows]) == (b.tip, b.title, [r.label for r in b.rows])
+def same_demo(a: Demo, b: Demo) -> bool:
+    return (a.tip, a.title, list(a.labels)) == (b.tip, b.title, list(b.labels))
 
 
-def matching(comparison: Comparison, root: Path | None = None) -> list[tuple[ReferenceRun, Comparison]]:
+def matching(demo: Demo, root: Path | None = None) -> list[tuple[ReferenceRun, Comparison]]:
     """Reference comparisons of the same demo at the sizes the notebook uses today on their device."""
     found = []
     for run in load_runs(root):
         for ref in run.comparisons:
-            if same_comparison(comparison, ref) and _jsonish(ref.sizes) == _jsonish(expected_sizes(comparison, run)):
+            if same_demo(demo, ref.demo) and _jsonish(ref.sizes) == _jsonish(expected_sizes(demo, run)):
                 found.append((run, ref))
                 break
     return found

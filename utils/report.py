@@ -59,9 +59,9 @@ def _reference_only(comparisons: list[Comparison], runs: list[references.Referen
     parts = []
     for run in runs:
         for ref in sorted(run.comparisons, key=lambda c: c.tip):
-            if not any(references.same_comparison(ref, mine) for mine in comparisons):
+            if not any(references.same_demo(ref.demo, mine.demo) for mine in comparisons):
                 parts.append(f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>'
-                             f'{Result.of(ref).to_html(with_references=False)}</section>')
+                             f'{Result.of(ref).to_html(stored=True)}</section>')
     return parts
 
 
@@ -70,8 +70,8 @@ def _comparable(run: references.ReferenceRun, comparisons: list[Comparison]) -> 
     notebooks pick for the reference's device, plus those this run did not make (e.g. GPU-only)."""
     kept = []
     for ref in run.comparisons:
-        mine = [c for c in comparisons if references.same_comparison(c, ref)]
-        if not mine or any(matched is ref for c in mine for _, matched in references.matching(c)):
+        mine = [c for c in comparisons if references.same_demo(c.demo, ref.demo)]
+        if not mine or any(matched is ref for c in mine for _, matched in references.matching(c.demo)):
             kept.append(ref)
     return kept
 

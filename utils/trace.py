@@ -21,15 +21,16 @@ MAX_NAMES = 6  # distinct CPU span names kept; the rest become "other torch ops"
 
 
 def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Span]:
-    """One warm-up call, then one profiled call of ``fn``: its CPU and GPU spans, labelled ``label``."""
+    """A warm-up call, then a profiled call of ``fn``: its CPU and GPU spans, labelled ``label``."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     fn()
     _synchronize(device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. CUPTI notices: they cannot change what ran
-        with profile(activities=activities, acc_events=True) as prof:
-            fn()
-            _synchronize(device)
+        for _ in range(2):  # the first profiled call of a process also times the profiler's start-up
+            with profile(activities=activities, acc_events=True) as prof:
+                fn()
+                _synchronize(device)
         events = list(prof.profiler.kineto_results.events())
     cpu = _outermost([e for e in events if e.device_type() == torch.autograd.DeviceType.CPU])
     gpu = [e for e in events if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]

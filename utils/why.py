@@ -11,7 +11,8 @@ toolkit picks the sentence from the measurement (``utils.present``) and fills in
 
 Device kinds: ``cpu``, ``gpu`` (CUDA or MPS), ``any``. Outcomes: ``faster``, ``slower``,
 ``same`` (no clear difference), ``launch_bound``, ``one_round``, ``otherwise`` (any outcome
-without a sentence of its own), and ``note``, shown whatever the outcome. The device's own
+without a sentence of its own), ``note``, shown whatever the outcome, and ``unmeasured``: what
+a demo this device cannot run would show (``bench.compare(..., needs="cuda")``). The device's own
 sentence wins over ``any``'s. ``{name}`` fields are filled from the comparison (see
 ``utils.present.fields``).
 """
@@ -24,10 +25,10 @@ from pathlib import Path
 
 FOLDER = Path(__file__).with_name("why")
 DEVICES = ("cpu", "gpu", "any")
-OUTCOMES = ("faster", "slower", "same", "launch_bound", "one_round", "otherwise", "note")
+OUTCOMES = ("faster", "slower", "same", "launch_bound", "one_round", "otherwise", "note", "unmeasured")
 # utils.verdict's kinds, as the tables spell them
 OUTCOME_OF_KIND = {"faster": "faster", "slower": "slower", "no clear difference": "same",
-                   "launch-bound": "launch_bound", "one round": "one_round"}
+                   "launch-bound": "launch_bound", "one round": "one_round", "unmeasured": "unmeasured"}
 
 
 def load(folder: Path | None = None) -> dict[str, dict[str, dict[str, str]]]:
@@ -70,7 +71,7 @@ def templates(key: str, device_kind: str, verdict_kind: str) -> list[str]:
     table = load().get(key, {})
     outcome = OUTCOME_OF_KIND.get(verdict_kind, "otherwise")
     found = []
-    for wanted in ((outcome, "otherwise"), ("note",)):
+    for wanted in ((outcome,) if outcome == "unmeasured" else (outcome, "otherwise"), ("note",)):
         choices = [table.get(device, {}).get(o) for o in wanted for device in (device_kind, "any")]
         text = next((c for c in choices if c), None)
         if text:
