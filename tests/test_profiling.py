@@ -4,7 +4,7 @@ import pickle
 import pytest
 import torch
 
-from utils import profiling
+from utils import plots, profiling
 
 
 def _images(n=6, seed=0):
@@ -63,7 +63,7 @@ def test_trace_dir_is_the_ignored_build_folder():
 def test_phase_figure_draws_one_bar_per_phase_and_column():
     import matplotlib.pyplot as plt
 
-    fig = profiling.phase_figure({"before": {"a": 2.0, "b": 1.0}, "after": {"a": 0.5, "c": 1.5}}, "t")
+    fig = plots.phase_figure({"before": {"a": 2.0, "b": 1.0}, "after": {"a": 0.5, "c": 1.5}}, "t")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert len(ax.patches) == 6

@@ -4,8 +4,9 @@ Measured on the solution notebooks, lesson cells only (the cells before the ``##
 heading):
 
 - **long cells**: code cells over ``MAX_CELL_LINES`` lines;
-- **sentence lines**: lines of lesson code that lie inside a string literal of at least
-  ``SENTENCE_WORDS`` words (narration written in advance, which belongs in the ``why`` tables);
+- **sentence lines**: lines of lesson code that lie inside a string of at least
+  ``SENTENCE_WORDS`` prose words (narration written in advance, which belongs in the ``why``
+  tables); titles, captions and variant labels are names, not narration;
 - from an executed notebook, **card words**: the words a comparison shows by default (its
   headline and table; the folded ``<details>`` block not counted), and **lesson words per
   comparison**: every visible word of the lesson cells' outputs over the number of comparisons;
@@ -14,11 +15,10 @@ heading):
 """
 from __future__ import annotations
 
+import ast
 import html.parser
-import io
 import re
 import statistics
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,9 @@ MAX_CELL_LINES = 25
 SENTENCE_WORDS = 6
 EXPLAINING_PLOTS = ("sweep", "timeline")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+")
+_PROSE = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+NAME_ARGUMENTS = {"title", "caption", "headline"}  # names of what is shown, not narration
+_CALLABLE = (ast.Lambda, ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 _EXERCISES = re.compile(r"^#{1,3} Exercises\b", re.M)
 CARD_CLASS = "course-card"
 
@@ -44,17 +47,42 @@ def code_lines(source: str) -> list[str]:
     return [line for line in source.splitlines() if line.strip()]
 
 
+def english_words(text: str) -> int:
+    """Words of prose in a string: tokens of letters only once outer punctuation is stripped, so
+    code inside a string ("torch.ones(...)", "x_cpu", "2048") does not count."""
+    return sum(bool(_PROSE.fullmatch(token.strip("()[]{},.;:!?\"'`"))) for token in text.split())
+
+
 def sentence_lines(source: str) -> set[int]:
-    """Line numbers (1-based) of ``source`` that lie in a string literal of SENTENCE_WORDS words or more.
-    IPython magics and shell lines are blanked first; code that does not tokenize counts nothing."""
+    """Line numbers (1-based) of ``source`` inside a string of SENTENCE_WORDS prose words or more.
+    Names are not narration: a ``title=``, ``caption=`` or ``headline=`` argument and the label that
+    starts a ``(label, fn)`` variant do not count. Magics are blanked; code that does not parse
+    counts nothing."""
     python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
-    found: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(python).readline):
-            if token.type == tokenize.STRING and len(_WORD.findall(token.string)) >= SENTENCE_WORDS:
-                found.update(range(token.start[0], token.end[0] + 1))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tree = ast.parse(python)
+    except SyntaxError:
         return set()
+    names, parts = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            names.update(id(k.value) for k in node.keywords if k.arg in NAME_ARGUMENTS)
+        elif isinstance(node, ast.Tuple) and 2 <= len(node.elts) <= 3 and isinstance(node.elts[1], _CALLABLE):
+            names.add(id(node.elts[0]))
+        elif isinstance(node, ast.JoinedStr):
+            parts.update(id(value) for value in node.values)
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if id(node) in names or id(node) in parts:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = " ".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if english_words(text) >= SENTENCE_WORDS:
+            found.update(range(node.lineno, node.end_lineno + 1))
     return found
 
 

@@ -140,6 +140,46 @@ def timeline_figure(timeline: Timeline):
     return fig
 
 
+def phase_figure(columns: dict[str, dict[str, float]], title: str, unit: str = "ms"):
+    """Horizontal bars: time per phase (rows) for each column (e.g. "before", "after", or host/GPU).
+
+    ``columns`` maps a column name to {phase: time in ``unit``}; phases keep their first-seen order.
+    """
+    plt = _pyplot()
+    phases = list(dict.fromkeys(p for values in columns.values() for p in values))
+    fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.42 * len(phases) * max(1, len(columns)) ** 0.5),
+                           layout="constrained")
+    height = 0.8 / max(1, len(columns))
+    for k, (name, values) in enumerate(columns.items()):
+        ys = [i + (k - (len(columns) - 1) / 2) * height for i in range(len(phases))]
+        bars = [values.get(p, 0.0) for p in phases]
+        ax.barh(ys, bars, height=height, color=COLORS[(k + 3) % len(COLORS)], label=name)
+        for y, v in zip(ys, bars):
+            ax.annotate(f" {v:.3g}", (v, y), va="center", fontsize=7)
+    ax.set_yticks(range(len(phases)), [_wrap(p, 36) for p in phases])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time per step ({unit})")
+    ax.margins(x=0.15)
+    ax.grid(axis="x", alpha=0.3)
+    if len(columns) > 1:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+class Shown:
+    """A figure for a notebook cell: shows as an inline image, tagged with its kind."""
+
+    def __init__(self, fig, kind: str):
+        self.html = figure_html(fig, kind)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<{self.html.split(' src=')[0][1:]}>"
+
+
 def figure_png(fig) -> bytes:
     """Render and close a figure (closing keeps long notebooks from leaking figures)."""
     buffer = io.BytesIO()

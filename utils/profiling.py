@@ -1,4 +1,4 @@
-"""Notebook 09 (profiling): the input pipeline of its training step, a phase plot, where traces go.
+"""Notebook 09 (profiling): the input pipeline of its training step, and where traces go.
 
 The augmentation code lives here, not in the notebook, because DataLoader worker processes must
 import it: on macOS and Windows (and on Linux from Python 3.14) workers do not fork the notebook's
@@ -113,33 +113,3 @@ class PerSampleImages(Dataset):
             flip = bool(torch.rand(()) < 0.5)
             brightness, contrast = (1 - JITTER + 2 * JITTER * torch.rand(2)).tolist()
             return augment_one(self.images[index], top, left, flip, brightness, contrast), self.labels[index]
-
-
-def phase_figure(columns: dict[str, dict[str, float]], title: str, unit: str = "ms"):
-    """Horizontal bars: time per phase (rows) for each column (e.g. "before", "after", or host/GPU).
-
-    ``columns`` maps a column name to {phase: time in ``unit``}; phases keep their first-seen order.
-    Returns the matplotlib figure (display it, or ``utils.plots.figure_html`` it).
-    """
-    import matplotlib.pyplot as plt
-
-    phases = list(dict.fromkeys(p for values in columns.values() for p in values))
-    fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.42 * len(phases) * max(1, len(columns)) ** 0.5))
-    height = 0.8 / max(1, len(columns))
-    colors = ["#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"]
-    for k, (name, values) in enumerate(columns.items()):
-        ys = [i + (k - (len(columns) - 1) / 2) * height for i in range(len(phases))]
-        bars = [values.get(p, 0.0) for p in phases]
-        ax.barh(ys, bars, height=height, color=colors[k % len(colors)], label=name)
-        for y, v in zip(ys, bars):
-            ax.annotate(f" {v:.3g}", (v, y), va="center", fontsize=7)
-    ax.set_yticks(range(len(phases)), phases)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"time per step ({unit})")
-    ax.margins(x=0.15)
-    ax.grid(axis="x", alpha=0.3)
-    if len(columns) > 1:
-        ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig
