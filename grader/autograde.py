@@ -27,7 +27,10 @@ from tqdm import tqdm
 
 from . import course, database, gradebook, grading, sandbox, submission
 from .checks import registry
-from .course import Assignment, CourseError
+from .course import Assignment
+from .coursedir import CourseDir
+from .errors import CourseError
+from .samples import fill, solution_answers
 
 LEDGER = Path(".grader") / "ledger"
 REFERENCES = Path(".grader") / "references"   # reference solutions, graded before a batch
@@ -213,13 +216,12 @@ def _write_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
-def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprint: str,
-           db_url: str | None) -> Outcome:
+def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
+    course_dir = place.path
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
-    score, max_score, pending, auto_scores = gradebook.record(course_dir, sub.assignment, result,
-                                                              gradebook.read_timestamp(sub.folder), unanswered,
-                                                              db_url)
+    score, max_score, pending, auto_scores = gradebook.record(place, sub.assignment, result,
+                                                              gradebook.read_timestamp(sub.folder), unanswered)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     if result.sha256:  # an unreadable notebook is graded again next time
@@ -230,14 +232,16 @@ def _store(course_dir: Path, sub: Submission, result: grading.Result, fingerprin
                    pending=pending)
 
 
-def autograde(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,
+def autograde(place: CourseDir | Path, assignment_id: str | None = None, student_id: str | None = None,
               workers: int | None = None, report: Callable[[str], None] = print, force: bool = False,
-              isolate: bool = True, limits: sandbox.Limits = sandbox.Limits(), db_url: str | None = None,
+              isolate: bool = True, limits: sandbox.Limits = sandbox.Limits(),
               shard: tuple[int, int] | None = None) -> list[Outcome]:
-    """Grade the matching submissions; one broken submission never stops the batch. ``db_url``: the
-    gradebook (default: SQLite in ``course_dir``); ``shard`` = (K, N): only shard K of N's students."""
-    course_dir = course_dir.resolve()
-    database.check(db_url)
+    """Grade the matching submissions of a course folder (with its gradebook: a ``CourseDir``, or
+    a folder with its own SQLite file); one broken submission never stops the batch. ``shard`` =
+    (K, N): only shard K of N's students."""
+    place = CourseDir.of(place).resolved()
+    course_dir = place.path
+    database.check(place)
     if isolate:
         report("checking that the sandbox runs here")
         reason = sandbox.probe()
@@ -262,9 +266,9 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
         report(f"preparing {len({s.assignment for s in todo})} assignment(s) in the gradebook "
                "(nbgrader generate_assignment, when the source changed)")
     for assignment in sorted({s.assignment for s in todo}, key=lambda a: a.id):
-        course.prepare(course_dir, assignment, db_url)
+        course.prepare(place, assignment)
         fingerprints[assignment.id] = grading.fingerprint(assignment.id)
-    recorded = gradebook.recorded(course_dir, db_url)
+    recorded = gradebook.recorded(place)
     runnable = []
     for sub in todo:
         kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id], recorded)
@@ -285,8 +289,8 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
         for slot in range(first, first + workers):
             slots.put(slot)
         try:
-            outcomes = _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
-                                    report, stop, db_url)
+            outcomes = _grade_batch(place, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
+                                    report, stop)
         except BaseException as exc:
             _end_workers(pool)
             if isinstance(exc, GradingInterrupted):
@@ -296,8 +300,9 @@ def autograde(course_dir: Path, assignment_id: str | None = None, student_id: st
         return outcomes
 
 
-def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
-                 workers: int, limits, isolate: bool, report, stop: _Stop, db_url: str | None) -> list[Outcome]:
+def _grade_batch(place: CourseDir, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
+                 workers: int, limits, isolate: bool, report, stop: _Stop) -> list[Outcome]:
+    course_dir = place.path
     # The reference solutions are queued first and the class right behind them, so no worker waits;
     # no student's result is stored before the reference of that assignment has passed.
     references = _submit_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
@@ -327,7 +332,7 @@ def _grade_batch(course_dir: Path, runnable: list[Submission], outcomes: list[Ou
                     f"{result.environment}. This is the grading environment's fault, not the student's: "
                     "fix it and run autograde again (what was graded before is kept).")
             with stop.storing_result():
-                outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id], db_url)
+                outcome = _store(place, sub, result, fingerprints[sub.assignment.id])
         outcomes.append(outcome)
         bar.update()
         report(f"[{done}/{len(futures)}{_time_left(start, done, len(futures))}] {outcome.line()}")
@@ -362,8 +367,6 @@ def _submit_references(course_dir: Path, assignments: set[Assignment], fingerpri
                        report) -> dict:
     """Queue the grading of each assignment's reference solution (the source's own answers), unless
     a pass is cached for this grader fingerprint. Returns {future: (assignment, cache key)}."""
-    from .samples import fill, solution_answers
-
     folder = course_dir / REFERENCES
     cache = _reference_cache(course_dir)
     pending = {}

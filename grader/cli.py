@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from . import course, database
-from .course import CourseError
+from .coursedir import CourseDir
+from .errors import CourseError
 
 
 def _course_dir(value: str) -> Path:
@@ -36,11 +37,11 @@ def cmd_generate(args) -> int:
 
 
 def cmd_samples(args) -> int:
-    from .samples import write_samples
+    from .samples import write_samples  # nbformat: loaded by the commands that read notebooks, not by --help
 
     chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
     for assignment in chosen:
-        course.prepare(args.course_dir, assignment)
+        course.prepare(args.course, assignment)
         students = write_samples(args.course_dir, assignment, args.course_dir / "release" / assignment.id)
         print(f"{assignment.id}: wrote samples for {', '.join(students)}")
     return 0
@@ -56,11 +57,11 @@ def _say(line: str) -> None:
 
 def cmd_autograde(args) -> int:
     print(f"autograde: loading the grader (torch, nbgrader) for {args.course_dir}", flush=True)
-    from .autograde import GradingInterrupted, autograde
+    from .autograde import GradingInterrupted, autograde  # seconds of imports: after the line above, not before
 
     try:
-        outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers, force=args.force,
-                             isolate=not args.no_sandbox, report=_say, db_url=args.db_url, shard=args.shard)
+        outcomes = autograde(args.course, args.assignment, args.student, args.workers, force=args.force,
+                             isolate=not args.no_sandbox, report=_say, shard=args.shard)
     except GradingInterrupted as exc:
         stored = sum(1 for o in exc.outcomes if not (o.error or o.skipped))
         print(f"interrupted by {exc}: grading stopped and every sandbox ended; {stored} submission(s) graded "
@@ -72,7 +73,7 @@ def cmd_autograde(args) -> int:
     failed = [o for o in outcomes if o.error]
     kept = sum(o.skipped for o in outcomes)
     print(f"{len(outcomes)} submission(s): {len(outcomes) - len(failed) - kept} graded now, {kept} kept unchanged, "
-          f"{len(failed)} not graded; gradebook: {database.shown(args.course_dir, args.db_url)}")
+          f"{len(failed)} not graded; gradebook: {database.shown(args.course)}")
     waiting = [o for o in outcomes if o.pending]
     if waiting:
         print(f"{len(waiting)} submission(s) have written answers ({sum(o.pending for o in waiting):g} points in all) "
@@ -83,27 +84,27 @@ def cmd_autograde(args) -> int:
     return 1 if failed else 0
 
 
-def _require_gradebook(course_dir: Path, db_url: str | None) -> None:
-    if not database.exists(course_dir, db_url):
-        raise CourseError(f"no gradebook at {database.shown(course_dir, db_url)}: run `python -m grader autograde "
-                          f"--course-dir {course_dir}` first")
+def _require_gradebook(place: CourseDir) -> None:
+    if not database.exists(place):
+        raise CourseError(f"no gradebook at {database.shown(place)}: run `python -m grader autograde "
+                          f"--course-dir {place.path}` first")
 
 
 def cmd_export(args) -> int:
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    _require_gradebook(args.course_dir, args.db_url)
+    _require_gradebook(args.course)
     args.to.parent.mkdir(parents=True, exist_ok=True)
-    with Gradebook(database.url(args.course_dir, args.db_url)) as gb:
+    with Gradebook(database.url(args.course)) as gb:
         CsvExportPlugin(to=str(args.to)).export(gb)
     print(f"wrote {args.to}")
     return 0
 
 
-def _feedback_one(course_dir: Path, assignment_id: str, student_id: str, db_url: str | None) -> str | None:
+def _feedback_one(place: CourseDir, assignment_id: str, student_id: str) -> str | None:
     """nbgrader's feedback for one student's assignment; the error text if it failed."""
-    result = course.nbgrader_api(course_dir, db_url).generate_feedback(assignment_id, student_id)
+    result = course.nbgrader_api(place).generate_feedback(assignment_id, student_id)
     return None if result["success"] else str(result.get("error") or result.get("log"))
 
 
@@ -112,7 +113,7 @@ def cmd_feedback(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    _require_gradebook(args.course_dir, args.db_url)
+    _require_gradebook(args.course)
     autograded = args.course_dir / "autograded"
     folders = [p for p in autograded.glob("*/*") if p.is_dir()] if autograded.is_dir() else []
     jobs = sorted((p.name, p.parent.name) for p in folders
@@ -122,8 +123,7 @@ def cmd_feedback(args) -> int:
         raise CourseError(f"no autograded submission in {autograded} matches {asked}: check the ids, or run autograde first")
     status = 0
     with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
-        errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs),
-                          [args.db_url] * len(jobs)) if jobs else []
+        errors = pool.map(_feedback_one, [args.course] * len(jobs), *zip(*jobs)) if jobs else []
         for done, ((assignment_id, student_id), error) in enumerate(zip(jobs, errors), start=1):
             page = Path("feedback") / student_id / assignment_id / f"{assignment_id}.html"
             if error:
@@ -178,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "course_dir"):  # the one value the commands pass on: the folder and its gradebook
+        args.course = CourseDir(args.course_dir, getattr(args, "db_url", None))
     if getattr(args, "workers", 1) is not None and getattr(args, "workers", 1) < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from utils.paths import NOTEBOOKS, REPO_ROOT, SOLUTIONS  # noqa: F401  (REPO_ROOT: for the grader's modules)
 
+from . import database
+from .coursedir import CourseDir
+from .errors import CourseError
+from .formgrader import CONFIG
+
 COURSE_ID = "default_course"  # the course row nbgrader's Gradebook creates; the exchange files assignments under it
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
-
-
-class CourseError(Exception):
-    """A problem with the course or its directories, worded for the instructor."""
 
 
 @dataclass(frozen=True)
@@ -92,35 +93,34 @@ def find(assignment_id: str) -> Assignment:
     return known[assignment_id]
 
 
-def nbgrader_config(course_dir: Path, db_url: str | None = None, **overrides):
-    """A traitlets Config for nbgrader with ``course_dir`` as its root and ``db_url`` (default: the
-    SQLite gradebook in ``course_dir``) as its gradebook."""
+def nbgrader_config(place: CourseDir | Path, **overrides):
+    """A traitlets Config for nbgrader with the course folder as its root and the course's gradebook
+    (default: the SQLite file in the folder)."""
     from traitlets.config import Config
 
-    from . import database
-
+    place = CourseDir.of(place)
     config = Config()
-    config.CourseDirectory.root = str(course_dir)
-    config.CourseDirectory.db_url = database.url(course_dir, db_url)
+    config.CourseDirectory.root = str(place.path)
+    config.CourseDirectory.db_url = database.url(place)
     # nbgrader's own default is '': generate_assignment then adds assignments of no course, which a
     # PostgreSQL gradebook refuses (a foreign key; SQLite does not check them). This is the course
     # row nbgrader's Gradebook creates by default.
     config.CourseDirectory.course_id = COURSE_ID
     config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader"]
-    config.Exchange.root = str(course_dir / "exchange")  # as in the written nbgrader_config.py
+    config.Exchange.root = str(place.path / "exchange")  # as in the written nbgrader_config.py
     for dotted, value in overrides.items():
         section, name = dotted.split(".")
         setattr(getattr(config, section), name, value)
     return config
 
 
-def nbgrader_api(course_dir: Path, db_url: str | None = None, **overrides):
+def nbgrader_api(place: CourseDir | Path, **overrides):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     _put_interpreter_bin_on_path()
 
-    config = nbgrader_config(course_dir, db_url, **overrides)
+    config = nbgrader_config(place, **overrides)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)
     return api
@@ -133,39 +133,35 @@ def _put_interpreter_bin_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
-def prepare(course_dir: Path, assignment: Assignment, db_url: str | None = None) -> None:
-    """Put the repo's source of ``assignment`` into the course dir and (re)generate it there, and
-    in the gradebook at ``db_url`` (default: the course dir's SQLite file).
+def prepare(place: CourseDir | Path, assignment: Assignment) -> None:
+    """Put the repo's source of ``assignment`` into the course folder and (re)generate it there, and
+    in the course's gradebook.
 
     Generation runs only when the source changed, because nbgrader refuses to drop grade
     cells that already have submissions. Graders sharing a PostgreSQL gradebook take turns.
     """
-    from . import database
-
-    course_dir.mkdir(parents=True, exist_ok=True)
-    _write_default_config(course_dir)
-    target = course_dir / "source" / assignment.id
-    released = course_dir / "release" / assignment.id / assignment.notebook_name
-    with database.exclusive(db_url):
-        if _same_tree(assignment.source_dir, target) and released.exists() \
-                and _in_gradebook(course_dir, assignment, db_url):
+    place = CourseDir.of(place)
+    place.path.mkdir(parents=True, exist_ok=True)
+    _write_default_config(place.path)
+    target = place.path / "source" / assignment.id
+    released = place.path / "release" / assignment.id / assignment.notebook_name
+    with database.exclusive(place):
+        if _same_tree(assignment.source_dir, target) and released.exists() and _in_gradebook(place, assignment):
             return
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(assignment.source_dir, target, ignore=IGNORED)
-        result = nbgrader_api(course_dir, db_url).generate_assignment(assignment.id, force=True, create=True)
+        result = nbgrader_api(place).generate_assignment(assignment.id, force=True, create=True)
     if not result["success"]:
         raise CourseError(f"nbgrader generate_assignment failed for {assignment.id}:\n{result.get('error') or result.get('log')}")
 
 
-def _in_gradebook(course_dir: Path, assignment: Assignment, db_url: str | None = None) -> bool:
+def _in_gradebook(place: CourseDir, assignment: Assignment) -> bool:
     from nbgrader.api import Gradebook, MissingEntry
 
-    from . import database
-
-    if not database.exists(course_dir, db_url):
+    if not database.exists(place):
         return False
-    with Gradebook(database.url(course_dir, db_url)) as gb:
+    with Gradebook(database.url(place)) as gb:
         try:
             gb.find_assignment(assignment.id)
         except MissingEntry:
@@ -177,8 +173,6 @@ def _write_default_config(course_dir: Path) -> None:
     """So that plain ``nbgrader`` commands and formgrader run in the course dir see the same gradebook,
     an exchange directory the instructor owns, and route "Autograde" to the course grader. An
     existing file is never overwritten (the instructor may have added settings to it)."""
-    from .formgrader import CONFIG
-
     (course_dir / "exchange").mkdir(exist_ok=True)
     path = course_dir / "nbgrader_config.py"
     if not path.exists():

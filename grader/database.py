@@ -10,28 +10,36 @@ instead (``gradebook.record``), so that graders write at the same time.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
-from .course import CourseError
+from .coursedir import CourseDir
+from .errors import CourseError
 
 SQLITE_FILE = "gradebook.db"
 SETUP_LOCK = 7_411_905_203  # any fixed number: the advisory-lock key of the gradebook set-up step
 URL_FORM = "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
 
 
-def url(course_dir: Path, db_url: str | None = None) -> str:
-    """The SQLAlchemy URL nbgrader gets: ``db_url``, or the course directory's SQLite gradebook."""
-    if not db_url:
-        return f"sqlite:///{course_dir / SQLITE_FILE}?timeout=60"
+def url(place: CourseDir) -> str:
+    """The SQLAlchemy URL nbgrader gets: the course's ``db_url``, or the folder's SQLite gradebook."""
+    if not place.db_url:
+        return f"sqlite:///{place.path / SQLITE_FILE}?timeout=60"
+    return _driver_url(place.db_url)
+
+
+def _driver_url(db_url: str) -> str:
     parsed = _parse(db_url)
     if parsed.drivername == "postgresql":  # the driver installed with the grader, whichever SQLAlchemy defaults to
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)
 
 
-def shown(course_dir: Path, db_url: str | None = None) -> str:
+def shown(place: CourseDir) -> str:
     """The gradebook's location for messages: never the password."""
-    return str(course_dir / SQLITE_FILE) if not db_url else _parse(db_url).render_as_string(hide_password=True)
+    return str(place.path / SQLITE_FILE) if not place.db_url else _hidden(place.db_url)
+
+
+def _hidden(db_url: str) -> str:
+    return _parse(db_url).render_as_string(hide_password=True)
 
 
 def _parse(db_url: str):
@@ -54,45 +62,45 @@ def _connection(db_url: str):
     from sqlalchemy import create_engine
     from sqlalchemy.exc import DBAPIError
 
-    engine = create_engine(url(Path(), db_url))
+    engine = create_engine(_driver_url(db_url))
     try:
         try:
             connection = engine.connect()
         except DBAPIError as exc:
             reason = " ".join(str(exc.orig).split())  # psycopg's message spans lines
-            raise CourseError(f"cannot open the gradebook {shown(Path(), db_url)}: {reason}") from None
+            raise CourseError(f"cannot open the gradebook {_hidden(db_url)}: {reason}") from None
         with connection:
             yield connection
     finally:
         engine.dispose()
 
 
-def check(db_url: str | None) -> None:
+def check(place: CourseDir) -> None:
     """Fail early, in one line, on a bad URL or a server that cannot be reached or refuses us."""
-    if db_url:
-        with _connection(db_url):
+    if place.db_url:
+        with _connection(place.db_url):
             pass
 
 
-def exists(course_dir: Path, db_url: str | None = None) -> bool:
+def exists(place: CourseDir) -> bool:
     """Whether the gradebook has been created (looking never creates it)."""
-    if not db_url:
-        return (course_dir / SQLITE_FILE).is_file()
+    if not place.db_url:
+        return (place.path / SQLITE_FILE).is_file()
     from sqlalchemy import inspect
 
-    with _connection(db_url) as connection:
+    with _connection(place.db_url) as connection:
         return bool(inspect(connection).get_table_names())
 
 
 @contextlib.contextmanager
-def exclusive(db_url: str | None):
+def exclusive(place: CourseDir):
     """One process at a time in this block, across machines, for a PostgreSQL gradebook: the lock
     lasts as long as the transaction it is taken in. A SQLite gradebook has one writer anyway."""
-    if not db_url or _parse(db_url).get_backend_name() != "postgresql":
+    if not place.db_url or _parse(place.db_url).get_backend_name() != "postgresql":
         yield
         return
     from sqlalchemy import text
 
-    with _connection(db_url) as connection, connection.begin():
+    with _connection(place.db_url) as connection, connection.begin():
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SETUP_LOCK})
         yield

@@ -1,7 +1,7 @@
 """The one writer of grades: nbgrader's gradebook, plus the autograded notebook feedback reads.
 
 Only the main grading process calls this, one submission at a time, so the SQLite gradebook
-never sees concurrent writers; a PostgreSQL gradebook (``db_url``) may have several, one per
+never sees concurrent writers; a PostgreSQL gradebook (``--db-url``) may have several, one per
 shard. Scores go through nbgrader's own API, which keeps formgrader, ``nbgrader export`` and
 ``nbgrader generate_feedback`` working as usual.
 """
@@ -17,10 +17,11 @@ from nbformat.v4 import new_output
 
 from . import database
 from .course import Assignment, answer_cells, manual_cells
+from .coursedir import CourseDir
 from .grading import Result, source_cells
 
 
-def _gradebook(course_dir: Path, db_url: str | None = None):
+def _gradebook(place: CourseDir):
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
 
@@ -28,14 +29,14 @@ def _gradebook(course_dir: Path, db_url: str | None = None):
     # nbgrader logs a traceback for each insert the database refuses, then raises InvalidEntry with the
     # same message: record() retries those, and raises the last one
     logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
-    return Gradebook(database.url(course_dir, db_url))
+    return Gradebook(database.url(place))
 
 
-def recorded(course_dir: Path, db_url: str | None = None) -> dict[tuple[str, str], list]:
+def recorded(place: CourseDir | Path) -> dict[tuple[str, str], list]:
     """(assignment, student) -> the automatic scores the gradebook holds for that submission,
     ``[[grade cell, score], ...]``. The ledger keeps the same list, so a score changed by anything
     but this grader (nbgrader's own autograde, a script) gets that submission graded again."""
-    with _gradebook(course_dir, db_url) as gb:
+    with _gradebook(CourseDir.of(place)) as gb:
         return _auto_scores(gb)
 
 
@@ -60,8 +61,8 @@ RECORD_ATTEMPTS = 3
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what `nbgrader collect` puts next to a submission
 
 
-def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
-           unanswered: set[str], db_url: str | None = None) -> tuple[float, float, float, list]:
+def record(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
+           unanswered: set[str]) -> tuple[float, float, float, list]:
     """Store one submission's scores; returns (score, max_score, points left to the instructor) as
     the gradebook computes them, and its automatic scores as ``recorded`` lists them. Written
     answers are nbgrader's manually graded answers: like ``nbgrader autograde``, an answer left as
@@ -73,19 +74,19 @@ def record(course_dir: Path, assignment: Assignment, result: Result, timestamp: 
 
     for attempt in range(1, RECORD_ATTEMPTS + 1):
         try:
-            return _record_once(course_dir, assignment, result, timestamp, unanswered, db_url)
+            return _record_once(place, assignment, result, timestamp, unanswered)
         except InvalidEntry:
             if attempt == RECORD_ATTEMPTS:
                 raise
 
 
-def _record_once(course_dir: Path, assignment: Assignment, result: Result, timestamp: str | None,
-                 unanswered: set[str], db_url: str | None) -> tuple[float, float, float, list]:
+def _record_once(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
+                 unanswered: set[str]) -> tuple[float, float, float, list]:
     from nbgrader.api import MissingEntry
     from nbgrader.utils import parse_utc
 
     notebook_id = assignment.id
-    with _gradebook(course_dir, db_url) as gb:
+    with _gradebook(place) as gb:
         gb.update_or_create_student(result.student)
         try:
             submission = gb.find_submission(assignment.id, result.student)

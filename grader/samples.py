@@ -11,7 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Assignment, CourseError, answer_cells
+from .course import Assignment, answer_cells
+from .errors import CourseError
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .course import REPO_ROOT
+from utils.paths import REPO_ROOT
 
 UID_BASE = 61000  # root mode: worker slot k runs as uid/gid UID_BASE + k
 SLOTS_PER_BLOCK = 64  # a grading run claims one block of slots; other runs on the machine take others

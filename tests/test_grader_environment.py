@@ -13,6 +13,7 @@ import pytest
 
 from grader import course, gradebook
 from grader.autograde import GraderEnvironmentError
+from grader.errors import CourseError
 from grader.grading import parse
 from grader.sandbox import Limits, RunResult
 from submissions import submit_solutions
@@ -38,7 +39,9 @@ def _autograde(root, course_dir):
 def test_a_broken_course_install_stops_grading_and_writes_no_scores(checkout, tmp_path):
     course_dir = tmp_path / "course"
     submit_solutions(course_dir, AID, ["honest"])
-    init = checkout / "utils" / "__init__.py"
+    # The toolkit the notebook's import cell loads (`from utils import Table, bench, setup`). Not
+    # utils/__init__.py: the grader itself imports utils.paths, so breaking that breaks the grader.
+    init = checkout / "utils" / "bench.py"
     working = init.read_text()
     init.write_text("raise ImportError('this checkout of the course is broken')\n")
 
@@ -86,4 +89,4 @@ def test_only_frames_sent_before_student_code_can_blame_the_environment():
 
 
 def test_environment_error_is_a_course_error():
-    assert issubclass(GraderEnvironmentError, course.CourseError)  # the CLI prints it and exits 2
+    assert issubclass(GraderEnvironmentError, CourseError)  # the CLI prints it and exits 2

@@ -20,6 +20,8 @@ import nbformat
 import pytest
 
 from grader import cli, course, database, gradebook
+from grader.coursedir import CourseDir
+from grader.errors import CourseError
 from grader.autograde import discover, shard_of
 from grader.grading import Result
 from grader.samples import SAMPLES_DIR, write_samples
@@ -68,7 +70,7 @@ def postgres():
 def _scores(url: str) -> dict[str, float]:
     from nbgrader.api import Gradebook
 
-    with Gradebook(database.url(Path(), url)) as gb:
+    with Gradebook(database.url(CourseDir(Path(), url))) as gb:
         return {s.student.id: s.score for s in gb.find_assignment(AID).submissions}
 
 
@@ -135,7 +137,7 @@ def test_the_course_config_takes_the_shared_gradebook_from_the_environment(shard
 
 def _prepare_at_once(barrier, course_dir: Path, url: str) -> None:
     barrier.wait()
-    course.prepare(course_dir, course.find(AID), url)
+    course.prepare(CourseDir(course_dir, url), course.find(AID))
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +181,7 @@ def test_a_lost_race_to_create_the_student_or_the_submission_loses_no_score(set_
             if name in lost:
                 return real(self, *args)
             lost.append(name)
-            with Gradebook(database.url(Path(), url)) as other:  # the other grader inserts first
+            with Gradebook(database.url(CourseDir(Path(), url))) as other:  # the other grader inserts first
                 insert(other)
             raise MissingEntry(f"{name}: looked just before the other grader inserted")
         monkeypatch.setattr(Gradebook, name, lookup)
@@ -187,7 +189,7 @@ def test_a_lost_race_to_create_the_student_or_the_submission_loses_no_score(set_
     too_late("find_student", lambda gb: gb.add_student("racer"))
     too_late("find_submission", lambda gb: gb.add_submission(AID, "racer"))
     result = Result("racer", AID, verdicts={t: (1.0, "") for t in tests})
-    assert gradebook.record(course_dir, course.find(AID), result, None, set(), url)[:3] == (10.0, 10.0, 0.0)
+    assert gradebook.record(CourseDir(course_dir, url), course.find(AID), result, None, set())[:3] == (10.0, 10.0, 0.0)
     assert lost == ["find_student", "find_submission"]
     assert _scores(url) == {"racer": 10.0}
 
@@ -239,5 +241,5 @@ def test_bad_shards_are_refused(value, tmp_path, capsys):
 
 def test_autograde_refuses_a_shard_out_of_range(tmp_path):
     (tmp_path / "submitted").mkdir()
-    with pytest.raises(course.CourseError, match="expected K/N"):
+    with pytest.raises(CourseError, match="expected K/N"):
         discover(tmp_path, shard=(2, 2))

@@ -1,4 +1,4 @@
-"""The toolkit's shape: modules import downward only, and the grader's import of utils stays light."""
+"""The code's shape: modules import downward only, and the grader's import of utils stays light."""
 import ast
 import subprocess
 import sys
@@ -8,6 +8,7 @@ from pathlib import Path
 from utils.paths import REPO_ROOT
 
 UTILS = REPO_ROOT / "utils"
+GRADER = REPO_ROOT / "grader"
 
 
 def relative_imports(path: Path) -> tuple[set[str], list[str]]:
@@ -55,6 +56,20 @@ def test_the_notebook_import_line_does_not_load_matplotlib():
             "print('matplotlib' in sys.modules, callable(setup), bench.compare.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.split() == ["False", "True", "utils.bench"]
+
+
+def test_grader_modules_import_downward_only_even_inside_functions():
+    graph = {}
+    for path in sorted(GRADER.glob("*.py")):
+        top, inside = relative_imports(path)
+        nested = {n.module.split(".")[0] for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module} - top
+        graph[path.stem] = (top | nested) - {"__init__"}
+    try:
+        order = list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise AssertionError(f"grader modules import each other in a circle: {exc.args[1]}") from None
+    assert order.index("errors") < order.index("database") < order.index("course") < order.index("gradebook")
 
 
 def test_one_repo_root():

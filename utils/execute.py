@@ -32,9 +32,12 @@ import nbformat
 import torch
 
 from .device import device_name, pick_device
+from .lesson_shape import notebook_shape
+from .lesson_shape import rows as lesson_rows
 from .paths import BUILD, REPO_ROOT, SOLUTIONS
 from .records import load
 from .report import NotebookRun, build_report
+from .tables import text_table
 
 
 def solution_notebooks(only: list[str] | None = None) -> list[Path]:
@@ -197,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                                   on_done=lambda run: print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in "
                                                             f"{run.seconds:.1f} s" + (f": {run.error}" if run.error
                                                                                       else ""), flush=True))
-    report = build_report(records_file, out_dir / "report.html", runs)
+    shape = lesson_rows([notebook_shape(n, out_dir / "executed" / n.name) for n in notebooks])
+    print(text_table(shape))
+    report = build_report(records_file, out_dir / "report.html", runs, shape)
     print(f"report: {report}")
     problems = check_records(notebooks, records_file, args.device) if args.check else []
     for problem in problems:

@@ -30,7 +30,7 @@ def headline(result: Comparison, row: Timing | None = None) -> str:
     """One line on the featured variant against the baseline, generated from the verdict."""
     row = row or result.featured()
     base, verdict = result.baseline, time_verdict(result, row)
-    times = f"{format_seconds(base.median)} -> {format_seconds(row.median)}"
+    times = f"{format_seconds(base.median)} → {format_seconds(row.median)}"
     on = f"on {result.device_name}"
     if verdict.kind == "faster":
         return f"{row.label}: {verdict.text} as {base.label} {on} ({times})."
@@ -106,8 +106,8 @@ def claim_lines(result: Comparison) -> list[str]:
 
 def source_name(source: str) -> str:
     """'000#2' -> 'source write-up 000 (item 2)': the sources are listed in SOURCES.md."""
-    seed, _, item = source.partition("#")
-    return f"source write-up {seed}" + (f" (item {item})" if item else "")
+    number, _, item = source.partition("#")
+    return f"source write-up {number}" + (f" (item {item})" if item else "")
 
 
 def footnote(result: Comparison) -> str:

@@ -102,8 +102,10 @@ def _claims_section(comparisons: list[Comparison], runs: list[references.Referen
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = ()) -> Path:
-    """Write the report page and return its path."""
+def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (),
+                 lesson_shape: list[dict[str, str]] = ()) -> Path:
+    """Write the report page and return its path. ``lesson_shape``: the rows of
+    ``benchmarks/lesson_shape.py`` for the executed notebooks, shown after the run times."""
     comparisons = _comparisons(records.load(records_path))
     reference_runs = references.load_runs()
     parts = ["<h1>PyTorch tips: measured on this machine</h1>",
@@ -112,6 +114,9 @@ def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (
              html_table([{"": k, "value": v} for k, v in env_report().items()], caption="Environment")]
     if runs:
         parts.append(_runs_table(runs, out_path))
+    if lesson_shape:
+        parts.append(html_table(list(lesson_shape), caption="How the lessons read (benchmarks/lesson_shape.py): "
+                                "long cells, narration in code, words per comparison, explaining plots"))
     if reference_runs:
         parts.append(html_table([{"reference run": r.name, "what": r.describe(), "comparisons": len(r.comparisons)}
                                  for r in reference_runs], caption="Reference runs shipped with the course"))

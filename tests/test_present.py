@@ -1,0 +1,146 @@
+"""The recipe card: a generated headline, the outcome's explanation, a compact table, the rest folded."""
+import html
+import re
+
+import pytest
+import torch
+
+from utils import bench, lesson_shape, present, why
+from utils.comparison import Demo, Sweep, Timing
+from utils.present import Result, SweepResult, Unmeasured
+
+MS = 1e-3
+
+
+def timing(label, median, iqr=0.02 * MS, peak=None, rounds=None, device_s=None):
+    return Timing(label, median, iqr, 30, peak, "m" if peak is not None else None, {},
+                  rounds or [median] * 3, device_s)
+
+
+def card(*rows, device="cpu", tip="T900", **kw):
+    return Result(tip, "a demo", device, "Test CPU" if device == "cpu" else "Test GPU", {"n": 4}, list(rows), **kw)
+
+
+@pytest.fixture
+def tables(tmp_path, monkeypatch):
+    """A why table for T900 in a folder of its own."""
+    (tmp_path / "99_test.toml").write_text(
+        '[T900]\ncpu.faster = "Faster on a CPU: {ratio} at n={n}."\ncpu.same = "No gain on a CPU."\n'
+        'gpu.faster = "Faster on a GPU: {variant_gpu} of kernels."\nany.otherwise = "Unexpected."\n'
+        'cpu.note = "On a GPU it would copy {gpu_sizes}."\ncpu.unmeasured = "A GPU would show the copy ({extra})."\n')
+    monkeypatch.setattr(why, "FOLDER", tmp_path)
+
+
+@pytest.mark.parametrize("rows,headline", [
+    ((timing("base", 2 * MS), timing("tip", 1 * MS)), "tip: 2.00x as fast as base on Test CPU (2 ms → 1 ms)."),
+    ((timing("base", 1 * MS), timing("tip", 3 * MS)), "tip: 3.00x the time of base on Test CPU (1 ms → 3 ms)."),
+    ((timing("base", 1 * MS, iqr=0.5 * MS), timing("tip", 1.01 * MS, iqr=0.5 * MS)),
+     "tip: no clear difference from base on Test CPU (1 ms → 1.01 ms)."),
+])
+def test_the_headline_is_generated_from_the_verdict(rows, headline):
+    assert card(*rows).headline() == headline
+
+
+def test_a_launch_bound_gpu_comparison_gets_no_speed_in_its_headline():
+    c = card(timing("base", 400e-6, device_s=10e-6), timing("tip", 200e-6, device_s=10e-6), device="cuda:0")
+    assert "launch-bound, so no verdict" in c.headline() and "as fast" not in c.headline()
+
+
+def test_the_explanation_is_chosen_by_device_and_outcome_and_filled_in(tables):
+    faster = card(timing("base", 2 * MS), timing("tip", 1 * MS))
+    assert faster.explanation() == ["Faster on a CPU: 2.00x at n=4.", "On a GPU it would copy ."]
+    same = card(timing("base", 1 * MS, iqr=0.5 * MS), timing("tip", 1 * MS, iqr=0.5 * MS))
+    assert same.explanation()[0] == "No gain on a CPU."
+    slower = card(timing("base", 1 * MS), timing("tip", 2 * MS))
+    assert slower.explanation()[0] == "Unexpected."  # no sentence of its own: "otherwise"
+    gpu = card(timing("base", 2 * MS, device_s=1.9 * MS), timing("tip", 1 * MS, device_s=0.95 * MS), device="cuda")
+    assert gpu.explanation() == ["Faster on a GPU: 950 µs of kernels."]
+
+
+def test_a_sentence_naming_a_figure_the_comparison_lacks_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "99_test.toml").write_text('[T900]\nany.faster = "{missing_figure}"\n')
+    monkeypatch.setattr(why, "FOLDER", tmp_path)
+    with pytest.raises(ValueError, match=r"asks for \['missing_figure'\]"):
+        card(timing("base", 2 * MS), timing("tip", 1 * MS)).explanation()
+
+
+def test_the_card_shows_headline_explanation_and_compact_table_and_folds_the_rest(tables):
+    c = card(timing("base", 2 * MS, peak=1000), timing("tip", 1 * MS, peak=1000))
+    page = c._repr_html_()
+    visible, folded = page.split("<details>")
+    assert html.escape(c.headline()) in visible and "Faster on a CPU" in visible
+    assert "IQR" not in visible and "peak memory" not in visible  # same peaks: no column to read
+    assert "IQR" in folded and "peak memory" in folded and 'data-plot="bars"' in folded
+    assert "interleaved round" in folded  # the method, on demand
+
+
+def test_a_card_is_short(tables):
+    """The recipe-card target: about 120 visible words for a three-variant comparison."""
+    c = card(timing("torch.ones on the CPU, then .to(dev)", 2 * MS), timing("torch.ones(..., device=dev)", 1 * MS),
+             timing("np.ones, then torch.tensor(...).to(dev)", 3 * MS))
+    parser = lesson_shape._VisibleText()
+    parser.feed(c._repr_html_())
+    assert parser.cards == 1 and len(parser.words) <= 120, " ".join(parser.words)
+
+
+def test_peak_memory_shows_when_it_differs():
+    c = card(timing("base", 2 * MS, peak=4000), timing("tip", 1 * MS, peak=1000))
+    assert "peak memory" in c._repr_html_().split("<details>")[0]
+
+
+def test_ratios_have_three_significant_figures():
+    c = card(timing("base", 594.79 * MS), timing("tip", 1 * MS))
+    assert "595x as fast" in c.headline()
+
+
+def test_an_unmeasured_demo_says_what_it_needs_and_invents_nothing(tables):
+    demo = Demo("T900", "a demo", ["base", "tip"], {"n": 4}, {"gpu": {"n": 64}, "cpu": {"n": 4}, "cpu-quick": {"n": 4}})
+    shown = Unmeasured(demo, "Test CPU", "cpu", "cuda", facts={"extra": "64 MiB"}, featured="tip")
+    text = repr(shown)
+    assert "not measured: this demo needs a CUDA GPU, and this run is on Test CPU." in text
+    assert "A GPU would show the copy (64 MiB)." in text
+    assert not re.search(r"\d+(\.\d+)?x", text)  # no ratio: nothing was measured
+
+
+def test_compare_with_needs_times_nothing_on_another_device(tables, quick_bench, records_file):
+    def fail():
+        raise AssertionError("a demo that needs CUDA must not run on the CPU")
+    shown = bench.compare("T900", ("base", fail), ("tip", fail), title="a demo", device="cpu", needs="cuda")
+    assert isinstance(shown, Unmeasured) and not records_file.exists()
+    with pytest.raises(ValueError, match="needs must be one of"):
+        bench.compare("T900", ("base", fail), ("tip", fail), device="cpu", needs="tpu")
+
+
+def test_a_sweep_shows_its_ratios_by_size_and_draws_curves(tables, quick_bench):
+    work = {n: torch.rand(n) for n in (1_000, 100_000)}
+    sweep = bench.sweep("T900", "n", [1_000, 100_000], lambda n: [("sum twice", lambda: work[n].sum() + work[n].sum()),
+                                                                  ("sum once", lambda: work[n].sum())],
+                        title="a demo", device="cpu", record=False, rate=("Melem/s", lambda n: n / 1e6))
+    assert isinstance(sweep, SweepResult) and len(sweep.comparisons) == 2
+    assert sweep.headline().startswith("sum once against sum twice on CPU") and "at 1000" in sweep.headline()
+    page = sweep._repr_html_()
+    assert 'data-plot="sweep"' in page and "Melem/s" in page
+
+
+def test_a_timeline_has_a_cpu_lane_for_each_variant(quick_bench):
+    x = torch.rand(256, 256)
+    shown = bench.timeline("T900", ("one", lambda: x @ x), ("two", lambda: (x @ x) @ x), title="t", device="cpu")
+    assert {(s.variant, s.lane) for s in shown.spans} == {("one", "CPU"), ("two", "CPU")}
+    assert all(0 <= s.start <= s.end for s in shown.spans)
+    assert 'data-plot="timeline"' in shown._repr_html_()
+
+
+def test_a_stored_comparison_renders_without_facts_or_explanation():
+    stored = Result.of(card(timing("base", 2 * MS), timing("tip", 1 * MS)))
+    assert stored.to_html(stored=True).count("<p>") == 1  # the headline only
+
+
+def test_source_names_are_learner_words():
+    assert present.source_name("000#2") == "source write-up 000 (item 2)"
+    assert present.source_name("003") == "source write-up 003"
+
+
+def test_sweep_needs_two_values():
+    with pytest.raises(ValueError, match="at least two values"):
+        bench.sweep("T900", "n", [1], lambda n: [], title="t")
+    assert isinstance(SweepResult("T900", "t", "n", [], []), Sweep)
