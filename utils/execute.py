@@ -1,6 +1,6 @@
 """Execute every solution notebook with papermill and build the report (``make run``, CI).
 
-    python -m utils.execute [--full] [--device auto] [--only 03_building_models] [--out build] [--check] [--jobs N]
+    python -m utils.execute [--quick | --full] [--device auto] [--only 03_building_models] [--out build] [--check] [--jobs N]
 
 Executed notebooks go to ``OUT/executed/`` (as .ipynb and .html), measurements to
 ``OUT/measurements.jsonl``, what was run to ``OUT/run.json`` (commit, device, mode: the
@@ -173,7 +173,10 @@ def write_manifest(out_dir: Path, quick: bool, device: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.execute", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="full sizes and timings (default: QUICK mode)")
+    mode = parser.add_mutually_exclusive_group()  # the notebooks' QUICK parameter, spelled the same way
+    mode.add_argument("--quick", dest="quick", action="store_true", default=True,
+                      help="QUICK = True: short timings, small CPU sizes (the default)")
+    mode.add_argument("--full", dest="quick", action="store_false", help="QUICK = False: full sizes and timings")
     parser.add_argument("--device", default="auto", help="DEVICE parameter: auto, cpu, cuda, mps")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="run only these notebooks (by name)")
     parser.add_argument("--out", type=Path, default=BUILD, help="output folder (default: build/)")
@@ -189,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "measurements.jsonl").unlink(missing_ok=True)  # the report shows this run only
     try:
-        write_manifest(out_dir, quick=not args.full, device=args.device)
+        write_manifest(out_dir, quick=args.quick, device=args.device)
     except (RuntimeError, ValueError) as exc:  # e.g. --device cuda on a machine without a usable GPU
         print(f"error: {exc}", file=sys.stderr)
         return 2
     notebooks = solution_notebooks(args.only)
-    print(f"executing {len(notebooks)} notebook(s) ({'full' if args.full else 'QUICK'}, device={args.device}, "
+    print(f"executing {len(notebooks)} notebook(s) ({'QUICK' if args.quick else 'full'}, device={args.device}, "
           f"{args.jobs} at a time) ...", flush=True)
-    runs, records_file = run_many(notebooks, out_dir, quick=not args.full, device=args.device, jobs=args.jobs,
+    runs, records_file = run_many(notebooks, out_dir, quick=args.quick, device=args.device, jobs=args.jobs,
                                   on_done=lambda run: print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in "
                                                             f"{run.seconds:.1f} s" + (f": {run.error}" if run.error
                                                                                       else ""), flush=True))
