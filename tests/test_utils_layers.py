@@ -31,6 +31,14 @@ def relative_imports(path: Path) -> tuple[set[str], list[str]]:
     return top, nested
 
 
+def import_order(graph: dict[str, set[str]], package: str) -> list[str]:
+    """The modules from the bottom up; a circle fails the test, naming it."""
+    try:
+        return list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise AssertionError(f"{package} modules import each other in a circle: {exc.args[1]}") from None
+
+
 def test_utils_modules_import_downward_only():
     graph, nested = {}, []
     for path in sorted(UTILS.glob("*.py")):
@@ -38,10 +46,7 @@ def test_utils_modules_import_downward_only():
         graph[path.stem] = top - {"__init__"}
         nested += inside
     assert not nested, f"imports of the toolkit inside functions (a cycle dodged?): {nested}"
-    try:
-        order = list(TopologicalSorter(graph).static_order())
-    except CycleError as exc:
-        raise AssertionError(f"utils modules import each other in a circle: {exc.args[1]}") from None
+    order = import_order(graph, "utils")
     assert order.index("comparison") < order.index("verdict") < order.index("present") < order.index("bench")
 
 
@@ -65,10 +70,7 @@ def test_grader_modules_import_downward_only_even_inside_functions():
         nested = {n.module.split(".")[0] for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                   if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module} - top
         graph[path.stem] = (top | nested) - {"__init__"}
-    try:
-        order = list(TopologicalSorter(graph).static_order())
-    except CycleError as exc:
-        raise AssertionError(f"grader modules import each other in a circle: {exc.args[1]}") from None
+    order = import_order(graph, "grader")
     assert order.index("errors") < order.index("database") < order.index("course") < order.index("gradebook")
 
 

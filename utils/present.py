@@ -63,14 +63,19 @@ def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
 def explanation(result: Comparison, extra: dict | None = None) -> list[str]:
     """The ``utils/why`` sentences for this outcome on this kind of device, filled in."""
     kind = time_verdict(result, result.featured()).kind
-    device = "gpu" if result.on_gpu else "cpu"
-    values = fields(result, extra)
+    return filled(result.why_key, "gpu" if result.on_gpu else "cpu", kind, fields(result, extra),
+                  f"{result.tip} '{result.title}'")
+
+
+def filled(key: str, device_kind: str, outcome: str, values: dict[str, str], what: str) -> list[str]:
+    """The sentences of ``utils/why`` [key] for an outcome, their fields filled from ``values``; a
+    sentence that names a figure ``what`` does not give is an error, not a blank."""
     sentences = []
-    for template in why.templates(result.why_key, device, kind):
+    for template in why.templates(key, device_kind, outcome):
         missing = why.field_names(template) - set(values)
         if missing:
-            raise ValueError(f"utils/why [{result.why_key}] asks for {sorted(missing)}, which {result.tip} "
-                             f"'{result.title}' does not give; it gives {sorted(values)}")
+            raise ValueError(f"utils/why [{key}] asks for {sorted(missing)}, which {what} does not give; "
+                             f"it gives {sorted(values)}")
         sentences.append(template.format_map(values))
     return sentences
 
@@ -347,15 +352,7 @@ class Unmeasured:
         values = {"device": self.device_name, "gpu_sizes": format_sizes(spec.get("gpu", {})),
                   "cpu_sizes": format_sizes(spec.get("cpu", {})), **{k: str(v) for k, v in self.demo.sizes.items()},
                   **{k: fact_text(v) for k, v in self.facts.items()}}
-        key = self.why or self.demo.tip
-        sentences = []
-        for template in why.templates(key, self.device_kind, "unmeasured"):
-            missing = why.field_names(template) - set(values)
-            if missing:
-                raise ValueError(f"utils/why [{key}] asks for {sorted(missing)}, which an unmeasured demo does not "
-                                 f"give; it gives {sorted(values)}")
-            sentences.append(template.format_map(values))
-        return sentences
+        return filled(self.why or self.demo.tip, self.device_kind, "unmeasured", values, "an unmeasured demo")
 
     def lines(self) -> list[str]:
         return self.explanation() + (reference_lines(self.demo, self.featured) if self.featured else [])
