@@ -1,4 +1,4 @@
-"""utils.profiling: notebook 09's input pipeline (per-sample and batched) and its trace folder."""
+"""utils.profiling: notebook 09's input pipeline, its profile readers, its trace folder, and its phase charts."""
 import pickle
 
 import pytest
@@ -68,3 +68,74 @@ def test_phase_figure_draws_one_bar_per_phase_and_column():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert len(ax.patches) == 6
     plt.close(fig)
+
+
+def _profiled_steps(steps=2):
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    images = _images(4)
+    dataset = profiling.PerSampleImages(images, torch.arange(4))
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True,
+                 schedule=schedule(wait=0, warmup=1, active=steps, repeat=1)) as prof:
+        for _ in range(1 + steps):
+            with record_function("data: next(loader)"):
+                torch.stack([dataset[i][0] for i in range(4)])
+            with record_function("model: forward + loss"):
+                torch.ones(64, 64).matmul(torch.ones(64, 64))
+            prof.step()
+    return prof
+
+
+def test_phase_times_ops_inside_and_python_caller_read_a_profile():
+    prof = _profiled_steps()
+    times = profiling.phase_times(prof, ["data: next(loader)", "model: forward + loss"], 2)
+    assert list(times) == ["CPU time"]                       # no GPU column off CUDA
+    cpu = times["CPU time"]
+    assert list(cpu) == ["data: next(loader)", "model: forward + loss", profiling.STEP]
+    assert all(v > 0 for v in cpu.values()) and cpu[profiling.STEP] >= cpu["data: next(loader)"]
+    grouped = profiling.grouped(cpu)
+    assert list(grouped) == [profiling.INPUT, "model: forward + loss", profiling.STEP]
+    ops = profiling.ops_inside(prof, "data: next(loader)")
+    assert len(ops) > 2 * 4 * 10 and all(e.name.startswith("aten::") for e in ops)   # dozens of calls per image
+    callers = {profiling.python_caller(e) for e in ops}
+    assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in callers), callers
+    assert profiling.top_self_operator(prof).key.startswith("aten::")
+    assert len(profiling.occurrences_ms(prof, "model: forward + loss")) == 2
+
+
+def test_cprofile_readers_and_attempt():
+    import cProfile
+
+    python_profile = cProfile.Profile()
+    python_profile.enable()
+    for _ in range(3):
+        profiling.augment_one(_images(1)[0], 0, 0, False, 1.0, 1.0)
+    python_profile.disable()
+    calls, seconds, share = profiling.cprofile_function(python_profile, "augment_one")
+    assert calls == 3 and seconds > 0 and 0 < share <= 1
+    rows = profiling.cprofile_top(python_profile, 4)
+    assert len(rows) == 4 and set(rows[0]) == {"function", "calls", "own time (tottime)", "with what it calls (cumtime)"}
+    assert profiling.attempt(lambda: 1 / 0) == "ZeroDivisionError: division by zero"
+    assert profiling.attempt(lambda: "runs") == "runs"
+
+
+def test_a_phase_chart_is_an_inline_image_whatever_the_matplotlib_backend():
+    """The H100 run drew both of 09's phase charts and showed neither: plt.show() displays nothing
+    under a non-interactive backend (MPLBACKEND=Agg, a headless GPU host). plots.Shown embeds the PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    shown = plots.Shown(plots.phase_figure({"CPU time": {"a": 1.0}}, "t"), "phases")
+    assert shown._repr_html_().startswith('<img data-plot="phases"') and "base64," in shown._repr_html_()
+
+
+def test_the_executed_notebook_shows_both_phase_charts(quick_runs):
+    """09 promises two phase charts: where one step spends its time, and before against after the fix."""
+    import nbformat
+
+    run, _, out = quick_runs["09_profiling"]
+    assert run.ok, run.error
+    executed = nbformat.read(out / "executed" / "09_profiling.ipynb", as_version=4)
+    html = [output["data"]["text/html"] for cell in executed.cells if cell.cell_type == "code"
+            for output in cell.get("outputs", []) if "text/html" in output.get("data", {})]
+    assert sum(text.count('<img data-plot="phases"') for text in html) == 2

@@ -10,15 +10,26 @@ they return the same tensor:
 
 - ``augment_one``: one image at a time, as a per-sample ``Dataset.__getitem__`` does it;
 - ``augment_batch``: the whole batch in a few tensor operations, on whatever device it is on.
+
+Below them, the rest of the notebook's setup (the images, the model, endless loaders) and the
+small readers that turn a finished profile into tables: the time of each labelled phase per step,
+the operators called inside a label, the Python line behind an operator, cProfile's top functions.
 """
 from __future__ import annotations
 
+import pstats
+import re
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.profiler import record_function
-from torch.utils.data import Dataset
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
+
+from .units import format_seconds
 
 SIZE = 32            # output images are SIZE x SIZE
 PAD = 4              # zero padding before the random crop
@@ -113,3 +124,168 @@ class PerSampleImages(Dataset):
             flip = bool(torch.rand(()) < 0.5)
             brightness, contrast = (1 - JITTER + 2 * JITTER * torch.rand(2)).tolist()
             return augment_one(self.images[index], top, left, flip, brightness, contrast), self.labels[index]
+
+
+# ---------------------------------------------------------------- the notebook's training step
+
+PHASES = ("data: next(loader)", "data: copy to device", "model: forward + loss", "model: backward",
+          "model: optimizer step")
+BATCHED_PHASES = ("data: pick indices", "data: copy uint8 batch to device", "data: augment, batched", *PHASES[2:])
+STEP = "whole step"             # phase_times' entry for a whole recorded step ...
+PROFILER_STEP = "ProfilerStep*"  # ... which key_averages calls this (ProfilerStep#N for each event)
+INPUT = "input pipeline (all 'data:' labels)"
+CPU = torch.autograd.DeviceType.CPU
+
+
+def random_images(n: int = 2048, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` decoded uint8 images (N x 32 x 32 x RGB, random pixels: only the time matters) and labels."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(0, 256, (n, SIZE, SIZE, 3), dtype=torch.uint8, generator=g),
+            torch.randint(0, 10, (n,), generator=g))
+
+
+def small_cnn(channels: int, device: torch.device | str) -> nn.Module:
+    """Two 3x3 convolutions with ReLU and max-pooling, then a linear classifier (seeded)."""
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(2 * channels * (SIZE // 4) ** 2, 10),
+    ).to(device)
+
+
+def endless_batches(dataset: Dataset, batch: int, device: torch.device | str,
+                    num_workers: int = 0) -> Iterator:
+    """Random batches from a DataLoader, drawn for ever (``next()`` as often as a loop likes);
+    workers, when asked for, start once and stay (persistent); pinned memory only for CUDA."""
+    sampler = RandomSampler(dataset, replacement=True, num_samples=2**31 - 1)
+    loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=num_workers,
+                        pin_memory=torch.device(device).type == "cuda" and num_workers > 0,
+                        persistent_workers=num_workers > 0)
+    return iter(loader)
+
+
+def endless_indices(n: int, batch: int) -> Iterator[torch.Tensor]:
+    """Random batches of indices into ``n`` samples, for ever: a batched pipeline's sampler."""
+    for indices in BatchSampler(RandomSampler(range(n), replacement=True, num_samples=2**31 - 1), batch, False):
+        yield torch.tensor(indices)
+
+
+def sync(device: torch.device | str) -> None:
+    """Wait for a CUDA device's queued work (nothing to wait for elsewhere)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# ---------------------------------------------------------------- reading a finished profile
+
+def label_events(prof, name: str) -> list:
+    """The CPU-side events of a ``record_function`` label (or operator), in the order they started."""
+    return sorted((e for e in prof.events() if e.name == name and e.device_type == CPU),
+                  key=lambda e: e.time_range.start)
+
+
+def occurrences_ms(prof, name: str) -> list[float]:
+    """The duration (ms) of each occurrence of a label, in the order they started."""
+    return [e.cpu_time_total / 1e3 for e in label_events(prof, name)]
+
+
+def _device_ms_inside(prof, windows: list) -> float:
+    """GPU kernel time (ms) launched by operators that started inside any of ``windows``, whichever
+    thread launched them: the backward pass's kernels come from autograd's own thread, outside the
+    label's event tree, but inside its time range."""
+    spans = [(w.time_range.start, w.time_range.end) for w in windows]
+    return sum(kernel.duration for e in prof.events() if e.device_type == CPU
+               and any(a <= e.time_range.start <= b for a, b in spans) for kernel in e.kernels) / 1e3
+
+
+def phase_times(prof, names, steps: int, device: torch.device | str = "cpu") -> dict[str, dict[str, float]]:
+    """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU kernel time
+    launched inside it ("GPU kernel time"), plus the whole step (``STEP``) as the last entry."""
+    keys = {**{n: n for n in names}, STEP: PROFILER_STEP}
+    totals = {e.key: e.cpu_time_total for e in prof.key_averages() if e.device_type == CPU}
+    columns = {"CPU time": {n: totals.get(key, 0.0) / 1e3 / steps for n, key in keys.items()}}
+    if torch.device(device).type == "cuda":
+        windows = {n: [e for e in prof.events() if e.device_type == CPU
+                       and (e.name == n or (n == STEP and e.name.startswith("ProfilerStep#")))] for n in keys}
+        columns["GPU kernel time"] = {n: _device_ms_inside(prof, windows[n]) / steps for n in keys}
+    return columns
+
+
+def ops_inside(prof, label: str) -> list:
+    """Every operator call (``aten::``) made inside a label, nested calls included, from the event tree."""
+    todo, found = label_events(prof, label), []
+    while todo:
+        event = todo.pop()
+        for child in event.cpu_children:
+            if child.name.startswith("aten::"):
+                found.append(child)
+            todo.append(child)
+    return found
+
+
+def top_self_operator(prof):
+    """The ``aten::`` operator with the largest self CPU time in ``key_averages()``."""
+    ops = [e for e in prof.key_averages() if e.device_type == CPU and e.key.startswith("aten::")]
+    return max(ops, key=lambda e: e.self_cpu_time_total)
+
+
+FRAME = re.compile(r"^(?P<file>.+\.py)\((?P<line>\d+)\): (?P<function>.+)$")
+
+
+def _own_frame(text: str) -> str | None:
+    frame = FRAME.match(text)
+    if frame and "torch/" not in frame["file"].replace("\\", "/"):
+        return f"{Path(frame['file']).name}:{frame['line']} {frame['function']}"
+    return None
+
+
+def python_caller(event) -> str:
+    """The nearest Python frame above an operator that is not inside torch (``with_stack=True``):
+    from the frames the profiler records as parent events, else from the event's ``stack`` list."""
+    parent = event.cpu_parent
+    while parent is not None:
+        found = _own_frame(parent.name)
+        if found:
+            return found
+        parent = parent.cpu_parent
+    return next((found for found in map(_own_frame, event.stack or []) if found), "(no Python frame recorded)")
+
+
+def grouped(times: dict[str, float]) -> dict[str, float]:
+    """Phase times with every ``data:`` label added up into one input-pipeline entry, so that the
+    per-sample and the batched step line up; the model's labels (and the whole step) as they are."""
+    out = {INPUT: sum(v for name, v in times.items() if name.startswith("data:"))}
+    out.update({name: v for name, v in times.items() if not name.startswith("data:")})
+    return out
+
+
+
+def cprofile_top(profile, n: int = 10) -> list[dict[str, object]]:
+    """cProfile's ``n`` functions with the most own time, as table rows."""
+    stats = pstats.Stats(profile).stats       # (file, line, function) -> (calls, ..., own, cumulative, ...)
+    rows = []
+    for (file, line, name), (_, calls, own, cumulative, _) in sorted(stats.items(), key=lambda kv: -kv[1][2])[:n]:
+        rows.append({"function": name if file == "~" else f"{Path(file).name}:{line} {name}", "calls": calls,
+                     "own time (tottime)": format_seconds(own), "with what it calls (cumtime)": format_seconds(cumulative)})
+    return rows
+
+
+def cprofile_function(profile, function: str) -> tuple[int, float, float]:
+    """(calls, cumulative seconds, share of all own time) of one function in a cProfile run."""
+    stats = pstats.Stats(profile).stats
+    total = sum(entry[2] for entry in stats.values())
+    found = [(calls, cumulative) for (_, _, name), (_, calls, _, cumulative, _) in stats.items() if name == function]
+    calls, cumulative = (sum(c for c, _ in found), sum(t for _, t in found))
+    return calls, cumulative, cumulative / total if total else 0.0
+
+
+def attempt(fn: Callable[[], object]) -> str:
+    """What a call does here, in one line: its result, the warnings it raised, or its error."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            result = str(fn())
+    except Exception as err:  # noqa: BLE001 (showing any error is the point)
+        return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    notes = [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught]
+    return "; ".join([result, *notes])
