@@ -30,11 +30,14 @@ def format_bytes(n: float | None) -> str:
 
 
 def format_ratio(ratio: float) -> str:
-    """Three significant figures at most: 1.4712 -> '1.47x', 13.04 -> '13.0x', 594.79 -> '595x'."""
+    """Three significant figures at most: 1.4712 -> '1.47x', 13.04 -> '13.0x', 594.79 -> '595x',
+    0.00417 -> '0.0042x'."""
     if not math.isfinite(ratio):
         return f"{ratio}x"
     if ratio >= 100:
         return f"{ratio:.0f}x"
+    if ratio < 0.1:
+        return f"{ratio:.2g}x"  # 0.0042x, not 0.00x
     return f"{ratio:.1f}x" if ratio >= 10 else f"{ratio:.2f}x"
 
 
