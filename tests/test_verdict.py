@@ -32,6 +32,12 @@ def test_a_gap_within_the_iqr_is_no_clear_difference():
     assert "middle halves of the runs overlap" in c.verdict("tip").note
 
 
+def test_a_gap_under_one_percent_is_no_clear_difference_however_tight():
+    c = comparison(row("base", 1.000 * MS, iqr=1e-9), row("tip", 0.996 * MS, iqr=1e-9))
+    v = c.verdict("tip")
+    assert v.kind == "no clear difference" and "under 1% apart" in v.note
+
+
 def test_rounds_that_disagree_earn_no_direction():
     # The pooled medians differ clearly, but in one round the variant was the slower one.
     c = comparison(row("base", 2 * MS, rounds=[2 * MS, 2 * MS, 1.0 * MS]),

@@ -11,7 +11,7 @@ A verdict is generated from the numbers, never typed into a notebook. Rules:
   overlap (the variant's 75th percentile is below the baseline's 25th, or the other way round),
   and the variant is on the same side of the baseline in every interleaved round. A single
   round never earns a directional verdict.
-- Otherwise: **no clear difference**.
+- Otherwise, or when the medians are under 1% apart: **no clear difference**.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ LAUNCH_BOUND_S = 0.1e-3
 BUSY_FRACTION = 0.5       # GPU kernel time / wall time below this: the host is the bottleneck
 NOISY_IQR = 0.5           # IQR above half the median: the machine was busy
 SAME_MEMORY = 0.05        # peak memory within 5%: no memory difference
+SAME_TIME = 0.01          # medians within 1%: no difference worth a ratio, however tight the runs
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,9 @@ def time_verdict(result: Comparison, row: Timing) -> Verdict:
     if gap_clear and len(rounds) < 2:
         return Verdict("one round", f"{format_ratio(ratio)} in one round",
                        "; ".join(["rerun in full mode for a verdict", *notes]))
-    if not (gap_clear and same_side):
-        why = "the middle halves of the runs overlap" if not gap_clear else "the rounds disagree"
+    if not (gap_clear and same_side) or abs(ratio - 1) < SAME_TIME:
+        why = ("the middle halves of the runs overlap" if not gap_clear else "the rounds disagree" if not same_side
+               else f"under {SAME_TIME:.0%} apart")
         return Verdict("no clear difference", "no clear difference",
                        "; ".join([f"{format_ratio(ratio)}, {why}", *notes]))
     at_least = _host_bound_variant(result, row) and ratio > 1
