@@ -1,6 +1,8 @@
 """Helpers for notebook 07 (GPU speed knobs): read and set PyTorch's global backend switches for
-one call without leaking them into the rest of the notebook, and supply input shapes that never
-repeat (to show what the cuDNN autotuner costs when every batch has a new shape).
+one call without leaking them into the rest of the notebook, supply input shapes that never
+repeat (to show what the cuDNN autotuner costs when every batch has a new shape), and the models,
+inputs and training steps the comparisons time. The lessons are in the notebook; this is the
+scaffolding around them.
 
 The precision switches use the API of PyTorch 2.9 and later (``fp32_precision``). The older
 switches (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``,
@@ -11,13 +13,22 @@ only uses the new ones.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
-from typing import Iterator
+import time
+from typing import Callable, Iterator
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .tables import Table
+from .units import format_seconds
 
 _UNSET = object()
 
+
+# ---------------------------------------------------------------- switches
 
 def flags() -> dict[str, object]:
     """The current value of each switch this notebook turns (read from torch, not assumed)."""
@@ -54,6 +65,53 @@ def backend_flags(*, cudnn_benchmark=_UNSET, cudnn_conv_precision=_UNSET, matmul
         torch.backends.cuda.matmul.fp32_precision = saved[2]
 
 
+def autotuner(on: bool):
+    """``torch.backends.cudnn.benchmark = on`` for a ``with`` block.
+
+    PyTorch remembers cuDNN's choice per convolution configuration, whichever setting met it
+    first, so two settings can only be timed side by side as two configurations. cuDNN's TF32
+    switch is part of a configuration and changes nothing for float16 convolutions: "ieee" with
+    the autotuner off and "tf32" with it on keep the two apart and compute the same thing.
+    """
+    return backend_flags(cudnn_benchmark=on, cudnn_conv_precision="tf32" if on else "ieee")
+
+
+def with_flags(fn: Callable[[], object], **switches) -> Callable[[], object]:
+    """``fn`` wrapped so that every call runs under ``backend_flags(**switches)``."""
+    def run():
+        with backend_flags(**switches):
+            return fn()
+    return run
+
+
+def device_facts(device: torch.device) -> Table:
+    """What this device offers for the notebook's knobs, read from torch."""
+    facts: dict[str, object] = {}
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        facts.update({"compute capability": f"{major}.{minor}",
+                      "float16 Tensor Cores (7.0, Volta, and newer)": major >= 7,
+                      "bfloat16 and TF32 Tensor Cores (8.0, Ampere, and newer)": major >= 8,
+                      "cuDNN version": torch.backends.cudnn.version()})
+    elif device.type == "cpu":
+        facts.update({"bfloat16 matrix hardware": cpu_bf16_hardware(),
+                      "oneDNN (mkldnn) kernels": torch.backends.mkldnn.is_available()})
+    facts.update({name: repr(value) for name, value in flags().items()})
+    return Table(facts, caption="This device, and PyTorch's global switches at the start, read from torch")
+
+
+def cpu_bf16_hardware() -> str:
+    """What this CPU offers for bfloat16 matrix products, in words (from torch's own CPU checks)."""
+    checks = (("AMX tiles", "_is_amx_tile_supported"), ("AVX512-BF16", "_is_avx512_bf16_supported"))
+    present = [name for name, fn in checks if getattr(torch.cpu, fn, lambda: False)()]
+    capability = torch.backends.cpu.get_cpu_capability()
+    if present:
+        return f"{' and '.join(present)} (vector capability {capability}): native bfloat16 matrix instructions"
+    return f"no AMX or AVX512-BF16 (vector capability {capability}): no native bfloat16 matrix instructions"
+
+
+# ---------------------------------------------------------------- inputs
+
 def fresh_shapes(pixels: int, batches: range = range(24, 41), heights: range = range(48, 97)
                  ) -> Iterator[tuple[int, int, int]]:
     """Endless (batch, height, width) triples, never the same one twice, each with about ``pixels``
@@ -65,11 +123,191 @@ def fresh_shapes(pixels: int, batches: range = range(24, 41), heights: range = r
             yield n, h, max(1, round(pixels / (n * h))) + step
 
 
-def cpu_bf16_hardware() -> str:
-    """What this CPU offers for bfloat16 matrix products, in words (from torch's own CPU checks)."""
-    checks = (("AMX tiles", "_is_amx_tile_supported"), ("AVX512-BF16", "_is_avx512_bf16_supported"))
-    present = [name for name, fn in checks if getattr(torch.cpu, fn, lambda: False)()]
-    capability = torch.backends.cpu.get_cpu_capability()
-    if present:
-        return f"{' and '.join(present)} (vector capability {capability}): native bfloat16 matrix instructions"
-    return f"no AMX or AVX512-BF16 (vector capability {capability}): no native bfloat16 matrix instructions"
+def fresh_batches(pixels: int, channels: int, device: torch.device | str) -> Iterator[torch.Tensor]:
+    """Endless random image batches (N x channels x H x W) in shapes from ``fresh_shapes``."""
+    for n, h, w in fresh_shapes(pixels):
+        yield torch.randn(n, channels, h, w, device=device)
+
+
+def square_stack(n: int, flops: float, dtype: torch.dtype, device: torch.device | str,
+                 size: int | None = None) -> torch.Tensor:
+    """A batch of random ``size`` x ``size`` matrices (default ``n``), as many as multiplying
+    ``n`` x ``n`` matrices in ``flops`` needs (at least one): each size then does about the same
+    arithmetic, so a small size is not just a short call."""
+    size = n if size is None else size
+    return torch.randn(stack_count(n, flops), size, size, dtype=dtype, device=device)
+
+
+def stack_count(n: int, flops: float) -> int:
+    """How many n x n products (2 n^3 operations each) make about ``flops`` operations."""
+    return max(1, round(flops / (2 * n ** 3)))
+
+
+# ---------------------------------------------------------------- models
+
+def conv_block(c_in: int, c_out: int, stride: int = 1) -> list[nn.Module]:
+    """A 3x3 convolution (no bias), BatchNorm and ReLU."""
+    return [nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c_out),
+            nn.ReLU(inplace=True)]
+
+
+def conv_net(width: int, stages: int = 3) -> nn.Sequential:
+    """A small VGG/ResNet-style network: ``stages`` stages of two conv blocks, the channels doubling
+    and the resolution halving from one stage to the next, then a linear classifier (10 classes)."""
+    layers, c_in = [], 3
+    for stage in range(stages):
+        c_out = width * 2 ** stage
+        layers += conv_block(c_in, c_out, stride=1 if stage == 0 else 2) + conv_block(c_out, c_out)
+        c_in = c_out
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, 10))
+
+
+def mlp(*sizes: int) -> nn.Sequential:
+    """Linear layers of the given sizes with ReLU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        layers += [nn.Linear(n_in, n_out)] + ([nn.ReLU()] if i < len(sizes) - 2 else [])
+    return nn.Sequential(*layers)
+
+
+def encoder(d_model: int, heads: int, ff: int, layers: int) -> nn.TransformerEncoder:
+    """A BERT-like transformer encoder (batch first, no dropout)."""
+    layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+
+def training_flops(model: nn.Module, samples: int) -> float:
+    """Arithmetic of a training pass over ``samples`` through ``model``'s Linear layers: 2 per
+    multiply-add, forward once and backward twice (input and weight gradients)."""
+    return 6.0 * samples * sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, nn.Linear))
+
+
+# ---------------------------------------------------------------- steps
+
+def gradient_step(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor,
+                  autocast_dtype: torch.dtype | None = None) -> Callable[[], tuple[torch.Tensor, ...]]:
+    """A function computing the gradients of ``cross_entropy(model(inputs), labels)`` (forward and
+    backward, no optimizer), under autocast when ``autocast_dtype`` is given."""
+    params = list(model.parameters())
+
+    def step():
+        with torch.autocast(inputs.device.type, dtype=autocast_dtype or torch.float32,
+                            enabled=autocast_dtype is not None):
+            loss = F.cross_entropy(model(inputs), labels)
+        return torch.autograd.grad(loss, params)
+    return step
+
+
+def backward_pass(net: nn.Module, images: torch.Tensor, switch: Callable[[], contextlib.AbstractContextManager]
+                  ) -> Callable[[], tuple[torch.Tensor, ...]]:
+    """A function that runs only the backward pass through a copy of ``net`` (in training mode) on
+    ``images``, under ``switch()``. Its first call builds the float16 (autocast) graph, under the
+    same switch, and keeps it; every call then backpropagates through it again."""
+    graph: dict = {}
+
+    def run():
+        with switch():
+            if not graph:
+                model = copy.deepcopy(net).train()
+                with torch.autocast(images.device.type, dtype=torch.float16):
+                    graph["loss"] = model(images).float().logsumexp(dim=1).mean()
+                graph["params"] = list(model.parameters())
+            return torch.autograd.grad(graph["loss"], graph["params"], retain_graph=True)
+    return run
+
+
+def training_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, kind: str,
+                  lr: float = 1e-4) -> Callable[[], torch.Tensor]:
+    """One full training step (zero_grad, forward, MSE loss, backward, SGD) on a copy of ``model``.
+
+    ``kind``: "float32"; "float16" (autocast float16 and a GradScaler); "bfloat16" (autocast
+    bfloat16, no scaler); "half" (``model.half()``: weights, inputs and everything in float16).
+    """
+    model = copy.deepcopy(model)
+    if kind == "half":
+        model, inputs, targets = model.half(), inputs.half(), targets.half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    device_type = inputs.device.type
+    scaler = torch.amp.GradScaler(device_type, enabled=kind == "float16")   # disabled: plain calls
+    dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(kind)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = F.mse_loss(model(inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+    return step
+
+
+def search_cost(heuristic: Callable[[], torch.Tensor], autotuned: Callable[[], torch.Tensor],
+                device: torch.device) -> dict[str, str]:
+    """The first call of each of two fresh cuDNN configurations (wall time, so it includes any
+    autotuner search), after a warm-up in a third configuration; then a check that both compute
+    the same output, and the largest difference between them. CUDA only."""
+    torch.backends.cudnn.deterministic = True   # a third configuration, used once, warms up cuDNN
+    try:
+        heuristic()
+    finally:
+        torch.backends.cudnn.deterministic = False
+    first = {name: _one_call(fn, device) for name, fn in (("heuristic", heuristic), ("autotuned", autotuned))}
+    out_h, out_a = heuristic().float(), autotuned().float()
+    torch.testing.assert_close(out_a, out_h, rtol=2e-2, atol=2e-2)   # the same computation
+    return {"first_heuristic": format_seconds(first["heuristic"]), "first_autotuned": format_seconds(first["autotuned"]),
+            "output_gap": f"{(out_a - out_h).abs().max().item():.2g}"}
+
+
+def _one_call(fn: Callable[[], object], device: torch.device) -> float:
+    """Wall time of ONE call, waiting for the device: a one-off figure, not a benchmark."""
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
+
+
+def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float:
+    """Largest absolute difference from ``exact``, relative to ``exact``'s largest value."""
+    return ((out.double() - exact).abs().max() / exact.abs().max()).item()
+
+
+def errors_against(exact: Callable[[], torch.Tensor], **outputs: Callable[[], torch.Tensor]) -> dict[str, float]:
+    """``relative_error`` of each named function's output against ``exact()`` (computed once)."""
+    reference = exact()
+    return {name: relative_error(fn(), reference) for name, fn in outputs.items()}
+
+
+# ---------------------------------------------------------------- GradScaler
+
+_SCALE_CHANGE = {0.5: "halved", 1.0: "kept", 2.0: "doubled"}
+
+
+def scaler_steps(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+                 batches: list[tuple[str, torch.Tensor]], dtype: torch.dtype) -> Table:
+    """Train ``model`` one mixed-precision step per ``(name, inputs)`` batch (loss: the mean square
+    of the output) and tabulate what the scaler did, read from the scaler and the weights: the scale
+    used, whether the gradients were finite, whether the optimizer stepped, the scale after update()."""
+    rows = []
+    device_type = next(model.parameters()).device.type
+    for number, (name, inputs) in enumerate(batches, 1):
+        before = [p.detach().clone() for p in model.parameters()]
+        used = scaler.get_scale()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type, dtype=dtype):
+            loss = model(inputs).float().square().mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        finite = all(bool(torch.isfinite(p.grad).all()) for p in model.parameters())
+        stepped = any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+        after = scaler.get_scale()
+        rows.append({"step": number, "batch": name, "loss": f"{loss.item():.3g}", "scale used": f"{used:g}",
+                     "gradients finite": finite, "optimizer step": "taken" if stepped else "skipped",
+                     "update()": f"{_SCALE_CHANGE.get(after / used, f'x{after / used:g}')}: {after:g}"})
+    skipped = [str(row["step"]) for row in rows if row["optimizer step"] == "skipped"]
+    return Table(rows, caption=f"torch.amp.GradScaler({device_type!r}, growth_interval={scaler.get_growth_interval()}) "
+                               f"over {len(rows)} steps, autocast {str(dtype).removeprefix('torch.')}; steps skipped: "
+                               f"{', '.join(skipped) or 'none'}")
