@@ -11,7 +11,7 @@ from utils.report import build_report
 MS = 1e-3
 
 
-def demo(device="cpu", n=4, labels=("float64", "float32"), quick=False, spec=None, tip="T018", title="matmul"):
+def demo(device="cpu", n=4, labels=("float64", "float32"), quick=False, spec=None, tip="T918", title="matmul"):
     rows = [Timing(labels[0], 2 * MS, 0.01 * MS, 30, None, None, {}, [2 * MS] * 3, 1.9 * MS if device != "cpu" else None),
             Timing(labels[1], 1 * MS, 0.01 * MS, 30, None, None, {}, [1 * MS] * 3, 0.9 * MS if device != "cpu" else None)]
     name = "NVIDIA Test GPU" if device != "cpu" else "CPU (test)"
@@ -100,7 +100,7 @@ def test_cli_reports_errors_with_exit_code_2(tmp_path, refs, capsys):
 
 
 def test_report_puts_devices_side_by_side_and_lists_reference_only_demos(tmp_path, refs, monkeypatch):
-    gpu_only = demo("cuda:0", tip="T017", title="pinned copy", labels=("pageable", "pinned"))
+    gpu_only = demo("cuda:0", tip="T917", title="pinned copy", labels=("pageable", "pinned"))
     store(tmp_path, [demo("cuda:0", n=64, spec=SPEC), gpu_only])
     mine = tmp_path / "mine.jsonl"
     records.append(demo("cpu", n=4, spec=SPEC).to_records(), mine)
@@ -132,10 +132,10 @@ def test_sizes_spec_travels_through_records(tmp_path):
 def test_claims_hold_only_comparable_references_against_a_run(tmp_path, refs):
     from utils.report import _comparable
 
-    gpu_only = demo("cuda:0", tip="T017", title="pinned copy", labels=("pageable", "pinned"))
+    gpu_only = demo("cuda:0", tip="T917", title="pinned copy", labels=("pageable", "pinned"))
     store(tmp_path, [demo("cuda:0", n=64, spec=SPEC), gpu_only])
     [run] = references.load_runs()
     current = [demo(spec=SPEC)]
-    assert {c.tip for c in _comparable(run, current)} == {"T018", "T017"}
+    assert {c.tip for c in _comparable(run, current)} == {"T918", "T917"}
     resized = [demo(spec={**SPEC, "gpu": {"n": 128}})]
-    assert {c.tip for c in _comparable(run, resized)} == {"T017"}  # the stale T018 reference is not evidence
+    assert {c.tip for c in _comparable(run, resized)} == {"T917"}  # the stale T918 reference is not evidence

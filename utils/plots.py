@@ -99,8 +99,9 @@ def sweep_figure(sweep: Sweep):
     scale, unit = (1.0, rate.unit) if rate else _time_unit(max(max(v) for v in series.values()))
     for color, (label, ys) in zip(COLORS, series.items()):
         ax.plot(sweep.values, [y / scale for y in ys], marker="o", color=color, label=label)
-    if _spans(list(sweep.values)):
-        ax.set_xscale("log", base=2 if all(v > 0 and math.log2(v).is_integer() for v in sweep.values) else 10)
+    powers_of_two = all(v > 0 and math.log2(v).is_integer() for v in sweep.values)
+    if powers_of_two and len(sweep.values) > 2 or _spans(list(sweep.values)):
+        ax.set_xscale("log", base=2 if powers_of_two else 10)
     if _spans([y for ys in series.values() for y in ys]):
         ax.set_yscale("log")
     ax.set_xlabel(sweep.over)

@@ -11,8 +11,9 @@ toolkit picks the sentence from the measurement (``utils.present``) and fills in
 
 Device kinds: ``cpu``, ``gpu`` (CUDA or MPS), ``any``. Outcomes: ``faster``, ``slower``,
 ``same`` (no clear difference), ``launch_bound``, ``one_round``, ``otherwise`` (any outcome
-without a sentence of its own), ``note``, shown whatever the outcome, and ``unmeasured``: what
-a demo this device cannot run would show (``bench.compare(..., needs="cuda")``). The device's own
+without a sentence of its own), ``note``, shown whatever the measured outcome, and
+``unmeasured``: what a demo this device cannot run would show (``bench.compare(..., needs="cuda")``),
+shown alone. The device's own
 sentence wins over ``any``'s. ``{name}`` fields are filled from the comparison (see
 ``utils.present.fields``).
 """
@@ -70,8 +71,10 @@ def templates(key: str, device_kind: str, verdict_kind: str) -> list[str]:
     """The sentences for an outcome: the outcome's own (or ``otherwise``), then the ``note``."""
     table = load().get(key, {})
     outcome = OUTCOME_OF_KIND.get(verdict_kind, "otherwise")
+    if outcome == "unmeasured":  # its own sentence only: a note may quote figures that were never measured
+        return [t for t in (table.get(device_kind, {}).get(outcome), table.get("any", {}).get(outcome)) if t][:1]
     found = []
-    for wanted in ((outcome,) if outcome == "unmeasured" else (outcome, "otherwise"), ("note",)):
+    for wanted in ((outcome, "otherwise"), ("note",)):
         choices = [table.get(device, {}).get(o) for o in wanted for device in (device_kind, "any")]
         text = next((c for c in choices if c), None)
         if text:
