@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .comparison import Comparison
+from .memory import peak_memory
 from .simulated_cuda import simulate_cuda
 from .tables import Table
 from .units import format_bytes
@@ -251,4 +252,63 @@ def tradeoff_figure(result: Comparison):
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     fig.suptitle(f"{result.tip}: peak memory against time per training step on {result.device_name}", fontsize=10)
+    return fig
+
+
+# ---------------------------------------------------------------- after Exercise 2: √n checkpointing
+
+def segment_curves(checkpoint_segments: Callable, depths: tuple[int, ...], batch: int, width: int,
+                   device: torch.device, quick: bool) -> dict[int, dict]:
+    """For each depth n: the peak memory of one training step of an n-block MLP, plain and with
+    ``checkpoint_segments`` at several segment sizes (QUICK: 1, 2, √n and n only), and k, the
+    activations one block keeps, measured from the plain step (in units of one batch x width tensor)."""
+    activation = batch * width * 4
+    curves = {}
+    for n in depths:
+        stack = mlp_blocks(n, width, device)
+        params = list(stack.parameters())
+        data = torch.randn(batch, width, device=device)
+
+        def step(size=None):
+            out = stack(data) if size is None else checkpoint_segments(stack, data, size)
+            return torch.autograd.grad(out.square().mean(), params)
+
+        plain, method = peak_memory(step, device)
+        tried = {1, 2, round(n ** 0.5), n} | (set() if quick else {s for s in (3, 4, 6, 8, 12, 18) if s < n})
+        peaks = {s: peak_memory(lambda: step(s), device)[0] for s in sorted(tried)}
+        k = plain / (n * activation)
+        curves[n] = dict(plain=plain, peaks=peaks, k=k, balance=(n / k) ** 0.5, best=min(peaks, key=peaks.get),
+                         method=method, activation=activation)
+    return curves
+
+
+def segment_table(curves: dict[int, dict]) -> Table:
+    """The curves in units of one activation tensor ("a"): how the peak grows with depth."""
+    rows = []
+    for n, c in curves.items():
+        a = c["activation"]
+        rows.append({"blocks": n, "no checkpoint": f"{c['plain'] / a:.1f}a", "k per block": f"{c['k']:.1f}a",
+                     "segments of 1": f"{c['peaks'][1] / a:.1f}a", "best segment size": c["best"],
+                     "at the best size": f"{c['peaks'][c['best']] / a:.1f}a", "balance point √(n/k)": f"{c['balance']:.1f}"})
+    return Table(rows, caption=f"Peak memory of a training step, in activations a (memory: {next(iter(curves.values()))['method']})")
+
+
+def segment_figure(curves: dict[int, dict], device_name: str):
+    """Peak memory against segment size (log2), one curve per depth, with the plain step and the
+    balance point √(n/k) marked."""
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    for (n, c), color in zip(curves.items(), ("#1f77b4", "#d62728")):
+        ax.plot(list(c["peaks"]), [p / MiB for p in c["peaks"].values()], "o-", color=color, label=f"{n} blocks")
+        ax.axhline(c["plain"] / MiB, color=color, linestyle="--", linewidth=1, label=f"{n} blocks, no checkpoint")
+        ax.axvline(c["balance"], color=color, linestyle=":", linewidth=1, label=f"{n} blocks, balance point √(n/k)")
+    sizes = sorted({s for c in curves.values() for s in c["peaks"]})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("segment size (blocks per checkpoint, log scale)")
+    ax.set_ylabel("peak memory (MiB)")
+    ax.set_ylim(0, 1.1 * max(max(c["plain"], *c["peaks"].values()) for c in curves.values()) / MiB)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig.suptitle(f"Peak memory of a training step against segment size on {device_name}", fontsize=10)
     return fig
