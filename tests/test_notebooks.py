@@ -118,3 +118,11 @@ def test_every_tip_of_the_curriculum_has_a_notebook():
     planned = [tip for tips in EXPECTED_TIPS.values() for tip in tips]
     assert sorted(planned) == [f"T{n:03d}" for n in range(1, 107)]
     assert set(EXPECTED_TIPS) == {a.id for a in course.assignments()}
+
+
+def test_no_figure_depends_on_the_plot_backend(solutions):
+    """plt.show() shows nothing under a non-interactive backend (a headless GPU host, MPLBACKEND=Agg):
+    the H100 run lost 09's phase charts that way. Figures go through utils.plots.Shown."""
+    for name, nb in solutions.items():
+        shown = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"\bplt\.show\(", c.source)]
+        assert not shown, f"{name}: cells {shown} call plt.show(); display plots.Shown(fig, kind) instead"
