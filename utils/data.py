@@ -6,17 +6,33 @@ are fresh interpreters that import the dataset's class, its transforms and ``wor
 *by name*. A class or function defined in a notebook cell has no importable name, so only
 ``fork`` workers (the Linux default up to Python 3.13) can use it; a class in an importable
 module such as this one works with every start method.
+
+Besides the datasets, the module holds the notebook's scaffolding: loaders and the loops that
+time them, worker memory and error reports (T078), pinned-memory loaders (T079), decoders
+(T081, T082) and the figures of T083 and T085. Heavy libraries (Pillow, torchvision, matplotlib)
+are imported where they are used: the grader imports this module for every exercise.
 """
 from __future__ import annotations
 
 import io
+import math
+import multiprocessing
 import os
+import time
+import traceback
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, TensorDataset, get_worker_info
+
+from .units import format_seconds
+
+try:
+    import psutil  # comes with Jupyter; reads the workers' memory
+except ImportError:  # pragma: no cover
+    psutil = None
 
 SHAPES = ("disc", "square", "stripes")  # the label of a synthetic image is the shape drawn on it
 TORCHVISION_IO_DEPRECATED = "The image decoding and encoding capabilities of TorchVision are deprecated"
@@ -183,3 +199,327 @@ def evict_from_page_cache(paths, flush: bool = True) -> bool:
         finally:
             os.close(fd)
     return True
+
+
+# ---------------------------------------------------------------- loaders and what they cost (T078)
+
+TOO_MANY_WORKERS = r"This DataLoader will create \d+ worker processes in total"
+
+
+def image_loader(dataset: Dataset, batch_size: int, num_workers: int, **options) -> DataLoader:
+    """A shuffling DataLoader over ``dataset``. The demos go past the number of usable cores on
+    purpose, so DataLoader's warning that they do (notebook 06 says it in words) is silenced here
+    and in ``one_epoch``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=TOO_MANY_WORKERS, category=UserWarning)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **options)
+
+
+def one_epoch(loader: DataLoader, threads: int | None = None) -> int:
+    """Iterate over one epoch and count the samples: the loop does nothing else, so this times the
+    input pipeline alone. ``threads`` sets PyTorch's thread count for the epoch (every DataLoader
+    worker runs with one) and restores it afterwards."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    seen = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=TOO_MANY_WORKERS, category=UserWarning)
+            for batch in loader:
+                seen += len(batch[-1] if isinstance(batch, (list, tuple)) else batch)
+    finally:
+        torch.set_num_threads(before)
+    return seen
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def first_batch_seconds(dataset: Dataset, context: str, batch_size: int = 4) -> str:
+    """One timed run: ``iter(loader)`` until the first batch, one worker started with ``context``
+    ("fork", "spawn", "forkserver"); the worker stops again afterwards. A single run: an order of
+    magnitude, not a median."""
+    if context not in multiprocessing.get_all_start_methods():
+        return f"{context} does not exist here"
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=1, multiprocessing_context=context)
+    start = time.perf_counter()
+    next(iter(loader))
+    return format_seconds(time.perf_counter() - start)
+
+
+def worker_pids(loader: DataLoader) -> list[int]:
+    """The process ids of a loader's running workers (a persistent loader keeps them between epochs)."""
+    iterator = getattr(loader, "_iterator", None)
+    return [worker.pid for worker in getattr(iterator, "_workers", [])]
+
+
+def worker_memory(loaders: dict, batch_bytes: int) -> list[dict]:
+    """Rows for a table: the unique (USS) and resident (RSS) memory of this process and of the
+    workers of each running loader in ``loaders`` ({num_workers: loader}), read with psutil, and
+    the most finished batches of ``batch_bytes`` each can hold (workers x prefetch_factor)."""
+    if psutil is None:
+        return [{"processes": "psutil is not installed: pip install psutil"}]
+    mib = lambda n: f"{n / 2**20:.0f} MiB"  # noqa: E731
+    me = psutil.Process().memory_full_info()
+    rows = [{"processes": "this notebook's kernel", "count": 1, "USS each": mib(me.uss), "RSS each": mib(me.rss),
+             "batches in flight": "-"}]
+    for workers, loader in loaders.items():
+        infos = [psutil.Process(pid).memory_full_info() for pid in worker_pids(loader)]
+        if infos:
+            in_flight = workers * (loader.prefetch_factor or 0)
+            rows.append({"processes": f"workers of a num_workers={workers} loader", "count": len(infos),
+                         "USS each": mib(np.median([i.uss for i in infos])),
+                         "RSS each": mib(np.median([i.rss for i in infos])),
+                         "batches in flight": f"up to {in_flight} x {mib(batch_bytes)}"})
+    return rows
+
+
+class UnevenReads(Dataset):
+    """Samples whose reads usually take ``read_s`` but stall for ``stall_s`` in the first sample of
+    every ``every``-th batch (of ``batch_size``) from batch ``first`` on (a network file system, a
+    cold cache), simulated with ``time.sleep``: the workers wait without using a core. Sample
+    ``i`` is ``tensor(i)``; read it without shuffling, so the stalls fall where they are meant to."""
+
+    def __init__(self, batches: int, batch_size: int, read_s: float, stall_s: float, every: int, first: int):
+        self.batches, self.batch_size = batches, batch_size
+        self.read_s, self.stall_s, self.every, self.first = read_s, stall_s, every, first
+
+    def __len__(self) -> int:
+        return self.batches * self.batch_size
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        batch, position = divmod(index, self.batch_size)
+        stalls = position == 0 and batch >= self.first and (batch - self.first) % self.every == 0
+        time.sleep(self.stall_s if stalls else self.read_s)
+        return torch.tensor(index)
+
+
+def train_steps(loader: DataLoader, step_s: float) -> int:
+    """An epoch in which every batch is followed by a training step of ``step_s`` seconds
+    (a sleep, standing in for a GPU that is busy while the CPU waits)."""
+    seen = 0
+    for batch in loader:
+        seen += len(batch)
+        time.sleep(step_s)
+    return seen
+
+
+def first_batch_error(dataset: Dataset, num_workers: int) -> dict:
+    """What a failing ``dataset`` raises from a DataLoader's first batch: the exception, its first
+    and last lines, and the innermost frame a debugger (``%debug``) would open."""
+    try:
+        next(iter(DataLoader(dataset, batch_size=4, num_workers=num_workers)))
+    except Exception as err:  # noqa: BLE001 (showing the error is the point)
+        lines = str(err).strip().splitlines()
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        # DataLoader's re-raised exception sits in a reference cycle with its traceback's frames, which
+        # hold the loader's iterator: dropping the traceback frees the iterator now, and its workers
+        # stop at once. Left to the garbage collector, their shutdown waits 5 s per worker.
+        err.__traceback__ = None
+        return {"num_workers": num_workers, "raises": type(err).__name__, "first line": lines[0],
+                "lines": len(lines), "last line": lines[-1].strip(),
+                "innermost frame": f"{frame.name}() in {Path(frame.filename).name}"}
+    return {"num_workers": num_workers, "raises": "nothing"}
+
+
+def worker_draws(num_workers: int = 2, length: int = 12, batch_size: int = 3) -> list[dict]:
+    """The batches of ``RandomDraws(length)`` through a DataLoader with workers: who drew what from
+    the dataset's own generator and from NumPy's global one (modulo 10**6, to stay readable)."""
+    loader = DataLoader(RandomDraws(length, seed=0), batch_size=batch_size, num_workers=num_workers)
+    return [{"worker": int(batch["worker"][0]), "indices": batch["index"].tolist(),
+             "dataset's own generator (self.rng)": [d % 10**6 for d in batch["draw"].tolist()],
+             "global np.random": [d % 10**6 for d in batch["global_draw"].tolist()]} for batch in loader]
+
+
+def repeated_across_workers(rows: list[dict], column: str) -> bool:
+    """Whether workers 0 and 1 drew the same numbers in ``column`` of ``worker_draws``' rows."""
+    drawn = {worker: [d for row in rows if row["worker"] == worker for d in row[column]] for worker in (0, 1)}
+    return drawn[0] == drawn[1]
+
+
+# ---------------------------------------------------------------- pinned memory (T079)
+
+def pin_check(dataset: Dataset) -> dict:
+    """What ``DataLoader(pin_memory=True)`` does on this machine: is the first batch pinned, and
+    what did DataLoader warn (it warns and pins nothing without an accelerator)?"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        images, _ = next(iter(DataLoader(dataset, batch_size=4, pin_memory=True)))
+    return {"DataLoader(pin_memory=True): first batch .is_pinned()": images.is_pinned(),
+            "its warning": "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "none"}
+
+
+def held_batches(batches: int, batch_size: int, image: tuple[int, ...] = (3, 128, 128)) -> dict:
+    """Two loaders ({pin_memory: loader}) over the same decoded float32 images held in RAM, two
+    persistent workers each: the loader's work is collating, so the copy to the GPU is a visible
+    part of an epoch."""
+    images = torch.rand(batches * batch_size, *image, generator=torch.Generator().manual_seed(0))
+    held = TensorDataset(images)
+    return {pin: DataLoader(held, batch_size=batch_size, num_workers=2, persistent_workers=True, pin_memory=pin)
+            for pin in (False, True)}
+
+
+def epoch_to_device(loader: DataLoader, device: torch.device) -> torch.Tensor:
+    """Copy every batch to ``device`` (``non_blocking=True``: asynchronous from pinned memory) and
+    reduce it there, as a training step would start."""
+    total = torch.zeros((), device=device)
+    for (x,) in loader:
+        total += x.to(device, non_blocking=True).mean()
+    return total
+
+
+# ---------------------------------------------------------------- decoding on the GPU (T081)
+
+def jpeg_bytes(folder: str | os.PathLike, count: int, side: int, seed: int = 1) -> list[bytes]:
+    """Write ``count`` synthetic ``side`` x ``side`` JPEG files into ``folder``; their bytes."""
+    return [Path(path).read_bytes() for path, _ in write_jpegs(folder, count, size=(side, side), seed=seed)]
+
+
+def read_from_storage(paths) -> int:
+    """Drop the files from the page cache, then read them: from the storage device (where
+    ``evict_from_page_cache`` works and the folder is not in RAM)."""
+    evict_from_page_cache(paths, flush=False)
+    return read_files(paths)
+
+
+def pillow_to_device(raw: list[bytes], device: torch.device) -> list[torch.Tensor]:
+    """Decode with Pillow on the CPU, then copy each image to ``device``."""
+    return [decode_pillow(data).to(device) for data in raw]
+
+
+def torchvision_to_device(raw: list[bytes], device: torch.device) -> list[torch.Tensor]:
+    """Decode the list with ``torchvision.io.decode_jpeg`` on the CPU, then copy each image to ``device``."""
+    return [image.to(device) for image in decode_jpegs(raw)]
+
+
+def decode_jpegs(raw: list[bytes], device: torch.device | str = "cpu", mode: str = "RGB") -> list[torch.Tensor]:
+    """Decode a list of JPEG files with ``torchvision.io.decode_jpeg`` on ``device`` (a CUDA device
+    decodes with nvJPEG). ``mode``: "RGB" or "GRAY". Its deprecation warning is silenced, as in
+    ``decode_torchvision``."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    encoded = [torch.frombuffer(bytearray(data), dtype=torch.uint8) for data in raw]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=TORCHVISION_IO_DEPRECATED, category=DeprecationWarning)
+        return decode_jpeg(encoded, mode=getattr(ImageReadMode, mode), device=device)
+
+
+# ---------------------------------------------------------------- the same file, decoded several ways (T082)
+
+def decode_pillow_via_ycbcr(data: bytes) -> torch.Tensor:
+    """Pillow again, but the decoder returns YCbCr and Pillow converts it to RGB: the same library,
+    another colour conversion."""
+    return _pillow(data, "RGB", ("YCbCr", "full"))
+
+
+def _pillow(data: bytes, mode: str, draft: tuple | None = None, resize: bool = False) -> torch.Tensor:
+    """Decode with Pillow into ``mode``; ``draft=(mode, "full" or "half")`` asks the decoder itself
+    for that mode and size (its DCT scaling), ``resize`` halves the image after a full decode."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        half = (image.width // 2, image.height // 2)
+        if draft:
+            image.draft(draft[0], half if draft[1] == "half" else image.size)
+        image = image.convert(mode)
+        if resize:
+            image = image.resize(half, Image.Resampling.BILINEAR)
+        pixels = torch.from_numpy(np.array(image))
+    return pixels[None] if pixels.dim() == 2 else pixels.permute(2, 0, 1)
+
+
+def difference(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """How two uint8 images (or two flat sets of values) differ: largest and mean absolute
+    difference per value, the share of pixels with any difference, and the PSNR."""
+    d = (a.to(torch.int16) - b.to(torch.int16)).abs()
+    mse = d.double().square().mean().item()
+    pixel = d.amax(dim=0) if d.dim() == 3 else d
+    return {"max |diff|": int(d.max()), "mean |diff|": f"{d.double().mean().item():.3f}",
+            "pixels that differ": f"{(pixel > 0).double().mean().item():.1%}",
+            "PSNR": "identical" if mse == 0 else f"{10 * math.log10(255**2 / mse):.1f} dB"}
+
+
+def encoded_pixels(count: int, size: tuple[int, int], seed: int = 0) -> list[torch.Tensor]:
+    """The pixels ``write_jpegs(..., count, size, seed=seed)`` encoded, before JPEG's loss (3 x H x W)."""
+    rng = np.random.default_rng(seed)
+    return [torch.from_numpy(synthetic_image(rng, *size)[0]).permute(2, 0, 1) for _ in range(count)]
+
+
+def decoding_differences(raw: list[bytes], originals: list[torch.Tensor], device: torch.device) -> list[dict]:
+    """Rows for a table: the same files decoded two ways, compared over all their pixels. The last
+    row, nvJPEG on the GPU, appears on a CUDA device only."""
+    pillow = [decode_pillow(data) for data in raw]
+    routes = {
+        "JPEG's own loss: the encoded pixels vs Pillow's decoding": (originals, pillow),
+        "Pillow vs torchvision.io.decode_jpeg (CPU), RGB": (pillow, decode_jpegs(raw)),
+        "Pillow: libjpeg's YCbCr->RGB vs Pillow's own conversion": (pillow, [decode_pillow_via_ycbcr(d) for d in raw]),
+        "grayscale: decoder's luma (torchvision GRAY) vs Pillow convert('L')": (decode_jpegs(raw, mode="GRAY"), [_pillow(d, "L") for d in raw]),
+        "half size: decoder's DCT scaling vs full decode + bilinear resize (Pillow)":
+            ([_pillow(d, "RGB", ("RGB", "half")) for d in raw], [_pillow(d, "RGB", resize=True) for d in raw]),
+    }
+    if torch.device(device).type == "cuda":
+        routes["Pillow vs torchvision.io.decode_jpeg on the GPU (nvJPEG), RGB"] = (
+            pillow, [image.cpu() for image in decode_jpegs(raw, device=device)])
+    return [{"decoded two ways": name, **difference(torch.cat([x.flatten() for x in a]), torch.cat([y.flatten() for y in b]))}
+            for name, (a, b) in routes.items()]
+
+
+# ---------------------------------------------------------------- batching (T084)
+
+def small_cnn(channels: int, device: torch.device, classes: int = 3) -> torch.nn.Module:
+    """Two 3x3 convolutions, global pooling and a linear layer, seeded, in eval mode on ``device``."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.ReLU(),
+                         nn.Conv2d(channels, channels, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, classes)).to(device).eval()
+
+
+# ---------------------------------------------------------------- figures (T083, T085)
+
+def transform_figure(plain: Dataset, train: Dataset, val: Dataset, mean, std, index: int = 0, crops: int = 4):
+    """One image as stored, ``crops`` train views and the validation view (Normalize undone for
+    display), as a matplotlib Figure (no pyplot state: show it with ``utils.plots.Shown``)."""
+    from matplotlib.figure import Figure
+
+    def pixels(x: torch.Tensor) -> np.ndarray:
+        x = x * torch.tensor(std)[:, None, None] + torch.tensor(mean)[:, None, None]
+        return x.clamp(0, 1).permute(1, 2, 0).numpy()
+
+    image, label = plain[index]
+    views = [(f"the file ({image.shape[2]}x{image.shape[1]})", image.permute(1, 2, 0).numpy())]
+    views += [(f"train view {i + 1}", pixels(train[index][0])) for i in range(crops)]
+    views += [("validation view", pixels(val[index][0]))]
+    fig = Figure(figsize=(2 * len(views), 2.4), layout="constrained")
+    for ax, (title, view) in zip(fig.subplots(1, len(views)), views):
+        ax.imshow(view)
+        ax.set_title(title, fontsize=8)
+        ax.axis("off")
+    fig.suptitle(f"T083: one image ({SHAPES[int(label)]}), train and validation transforms", fontsize=10)
+    return fig
+
+
+def tsn_figure(hits: torch.Tensor, eval_indices: torch.Tensor, segments: int, draws: int):
+    """How often each frame was drawn by a TSN sampler in training (bars; frames never drawn in
+    red), its segments (dotted) and its evaluation frames (triangles)."""
+    from matplotlib.figure import Figure
+
+    frames = len(hits)
+    never = (hits == 0).nonzero().flatten().tolist()
+    fig = Figure(figsize=(10, 2.8), layout="constrained")
+    ax = fig.subplots()
+    ax.bar(range(frames), hits.tolist(), color="#1f77b4", label="training draws")
+    for k in range(segments + 1):
+        ax.axvline(k * (frames // segments) - 0.5, color="gray", linewidth=0.8, linestyle=":")
+    if never:
+        ax.axvspan(min(never) - 0.5, max(never) + 0.5, color="#d62728", alpha=0.25, label="never chosen")
+    ax.scatter(eval_indices.tolist(), [0] * len(eval_indices), marker="^", color="black", zorder=3,
+               label="evaluation frames")
+    ax.set(xlabel="frame", ylabel=f"times chosen in {draws} draws", xlim=(-1, frames))
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(1.01, 0.0), frameon=False)
+    fig.suptitle(f"T085: the source write-up's TSN sampler, {frames} frames, K={segments}: "
+                 f"segments of {frames // segments} frames (dotted)", fontsize=10)
+    return fig
