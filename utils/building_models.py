@@ -12,22 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .tables import Table
-
-
-def attempt(fn: Callable[[], object], containing: str = "") -> str:
-    """What a call does here, in one line: its result (a tensor's shape for a tensor), or the error
-    it raises: its first line, or its first line ``containing`` a phrase. (Notebook 02 has the same
-    helper; it belongs in the toolkit.)"""
-    try:
-        out = fn()
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [""]
-        line = next((line for line in lines if containing and containing in line), lines[0])
-        return f"{type(err).__name__}: {line[:120 if containing else 90]}"
-    if isinstance(out, torch.Tensor):
-        return f"shape {tuple(out.shape)}"
-    return out if isinstance(out, str) else repr(out)
+from .tables import Table, attempt
 
 
 # ---------------------------------------------------------------- models the demos share

@@ -34,6 +34,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .tables import attempt
+
 if TYPE_CHECKING:  # a type only: the grader's sandbox imports this module and needs none of the toolkit
     from .comparison import Comparison
 
@@ -188,17 +190,6 @@ def _child(fn, rank: int, world_size: int, port: int, pipe, collective_timeout: 
 # ---------------------------------------------------------------- notebook 10: setup around the lessons
 # The lesson's training script (written by the notebook, run by torchrun) imports these; the
 # notebook reads what the ranks wrote with ``rank_results`` and shows it with the table helpers.
-
-def attempt(fn: Callable[[], object]) -> str:
-    """What a call does here: its result (a string as it is, anything else as its repr), or the
-    error it raises (its first sentence)."""
-    try:
-        result = fn()
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        first = str(err).strip().splitlines()[0].split(". ")[0].rstrip(".") if str(err).strip() else ""
-        return f"{type(err).__name__}: {first}"
-    return result if isinstance(result, str) else repr(result)
-
 
 def rank_results(launch: subprocess.CompletedProcess, out_dir: Path, world_size: int) -> list[dict]:
     """What each rank wrote to ``out_dir/rank<r>.json``, in rank order; raises with the end of

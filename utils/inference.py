@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import itertools
 import os
-import re
 import time
 import warnings
 from typing import Callable
@@ -19,6 +18,7 @@ from torch import nn
 
 from .comparison import Sweep
 from .units import format_seconds
+from .tables import attempt
 
 
 # ---------------------------------------------------------------- models and requests
@@ -73,16 +73,6 @@ def behaviour(model: nn.Module, training: bool, guard: Callable, requests: torch
             "output.requires_grad": first.requires_grad,
             "graph kept (grad_fn)": type(first.grad_fn).__name__ if first.grad_fn is not None else "none",
             "inference tensor": first.is_inference()}
-
-
-def attempt(fn: Callable[[], object]) -> str:
-    """What a call does here: "works", or the error it raises, cut to its first sentence."""
-    try:
-        fn()
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        first = re.split(r"\.(?=\s|[A-Z])", str(err).strip().splitlines()[0] if str(err).strip() else "")[0]
-        return f"{type(err).__name__}: {first}"
-    return "works"
 
 
 # ---------------------------------------------------------------- T103: cudnn.benchmark
@@ -154,8 +144,8 @@ def export_facts(model: nn.Module, program, loaded: nn.Module, dynamic, batch: t
     return {"operations in the graph": graph_operations(program),
             "the .pt2 file": f"{os.path.getsize(path) / 2**20:.1f} MiB",
             "loaded program on a new batch: largest difference from the model": f"{gap:.2g}",
-            f"loaded program on half the batch ({half} rows)": attempt(lambda: loaded(fresh[:half])),
-            "loaded.eval()": attempt(loaded.eval),
+            f"loaded program on half the batch ({half} rows)": attempt(lambda: loaded(fresh[:half]), ok="works"),
+            "loaded.eval()": attempt(loaded.eval, ok="works"),
             f"dynamic program on batches of 1 and {half + 1}: output shapes": shapes}
 
 

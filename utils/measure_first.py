@@ -27,15 +27,6 @@ from .tables import Table
 from .units import format_number, format_ratio, format_seconds
 
 
-def attempt(fn: Callable[[], object], limit: int = 100) -> str:
-    """What a call does here: its result's repr, or the error it raises, cut to its first sentence
-    and at most ``limit`` characters."""
-    try:
-        return repr(fn())
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        return f"{type(err).__name__}: {first_sentence(str(err), limit)}"
-
-
 def first_sentence(message: str, limit: int = 100) -> str:
     """The first sentence of an error message (its first line, up to the first '. '), cut at ``limit``."""
     line = (message.strip().splitlines() or [""])[0]

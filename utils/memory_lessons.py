@@ -20,7 +20,7 @@ from torch import nn
 from .comparison import Comparison
 from .memory import peak_memory
 from .simulated_cuda import simulate_cuda
-from .tables import Table
+from .tables import Table, attempt
 from .units import format_bytes
 
 MiB = 2**20
@@ -187,15 +187,6 @@ def _change(after: int, before: int) -> str:
 
 
 # ---------------------------------------------------------------- small readers
-
-def attempt(fn: Callable[[], object]) -> str:
-    """What a call does here: its result's repr, or the error it raises (its first sentence)."""
-    try:
-        return repr(fn())
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        first = str(err).strip().splitlines()[0].split(". ")[0].rstrip(".") if str(err).strip() else ""
-        return f"{type(err).__name__}: {first}"
-
 
 def warned(fn: Callable[[], object]) -> str:
     """The warnings a call gives (category and first two sentences), or the error it raises, in one

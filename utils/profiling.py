@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import pstats
 import re
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -260,7 +259,6 @@ def grouped(times: dict[str, float]) -> dict[str, float]:
     return out
 
 
-
 def cprofile_top(profile, n: int = 10) -> list[dict[str, object]]:
     """cProfile's ``n`` functions with the most own time, as table rows."""
     stats = pstats.Stats(profile).stats       # (file, line, function) -> (calls, ..., own, cumulative, ...)
@@ -279,13 +277,3 @@ def cprofile_function(profile, function: str) -> tuple[int, float, float]:
     calls, cumulative = (sum(c for c, _ in found), sum(t for _, t in found))
     return calls, cumulative, cumulative / total if total else 0.0
 
-
-def attempt(fn: Callable[[], object]) -> str:
-    """What a call does here, in one line: its result, the warnings it raised, or its error."""
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            result = str(fn())
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-    notes = [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught]
-    return "; ".join([result, *notes])

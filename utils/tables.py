@@ -1,7 +1,12 @@
-"""Plain tables: HTML for Jupyter and the report, text elsewhere (no matplotlib needed)."""
+"""Plain tables: HTML for Jupyter and the report, text elsewhere (no matplotlib needed); and
+``attempt``, a demo's one-line account of what a call does.
+"""
 from __future__ import annotations
 
 import html
+import re
+import warnings
+from typing import Callable
 
 
 def html_table(rows: list[dict[str, str]], caption: str = "") -> str:
@@ -38,3 +43,30 @@ class Table:
     def __repr__(self) -> str:
         return (self.caption + "\n" if self.caption else "") + text_table(self.rows)
 
+
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)])\. ")
+
+
+def attempt(fn: Callable[[], object], *, ok: str | None = None, brief: bool = False, warned: bool = False,
+            containing: str = "", limit: int = 100) -> str:
+    """What a call does here, in one line, for a demo table: its result (a string as it is, a tensor
+    as its shape, anything else as its repr; ``ok``: that word instead) with, if ``warned``, the
+    warnings it raised; or the error it raises: its type and the first line of its message (the
+    first line ``containing`` a phrase, if one does), cut at its first sentence and ``limit``
+    characters (``brief``: the type alone)."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always" if warned else "ignore")
+            out = fn()
+    except Exception as err:  # noqa: BLE001 (showing any error is the point)
+        if brief:
+            return type(err).__name__
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [""]
+        line = next((line for line in lines if containing and containing in line), lines[0])
+        first = _SENTENCE_END.split(line)[0].rstrip(".")
+        return f"{type(err).__name__}: {first[:limit]}"
+    shown = ok if ok is not None else out if isinstance(out, str) else (
+        f"shape {tuple(out.shape)}" if hasattr(out, "shape") and hasattr(out, "grad_fn") else repr(out))
+    notes = [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] if warned else []
+    return "; ".join([shown, *notes])

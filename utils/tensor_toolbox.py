@@ -12,20 +12,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .tables import Table
-
-
-def attempt(fn: Callable[[], object], brief: bool = False) -> str:
-    """What a call does here, in one line: its result's repr (a tensor's shape for a tensor), or the
-    error it raises (``brief``: the error's type alone)."""
-    try:
-        out = fn()
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return type(err).__name__ if brief else f"{type(err).__name__}: {first[:90]}"
-    if isinstance(out, torch.Tensor):
-        return f"shape {tuple(out.shape)}"
-    return repr(out)
+from .tables import Table, attempt
 
 
 def warned(fn: Callable[[], object]) -> dict[str, str]:

@@ -70,10 +70,3 @@ def sync_points(ops: dict[str, Callable[[torch.Tensor], object]], device: torch.
             torch.cuda.set_sync_debug_mode(0)
     return Table(rows, caption="torch.cuda.set_sync_debug_mode('warn') on this GPU")
 
-
-def attempt(fn: Callable[[], object]) -> str:
-    """What a call does here: its result's repr, or the error it raises, in one line."""
-    try:
-        return repr(fn())
-    except Exception as err:  # noqa: BLE001 (showing any error is the point)
-        return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
