@@ -45,7 +45,7 @@ def test_a_reference_at_the_sizes_the_notebook_picks_for_its_device_is_shown(tmp
     mine = demo("cpu", n=4, spec=SPEC)
     [(run, ref)] = references.matching(mine.demo)
     assert run.name == "gpu-1" and ref.device_name == "NVIDIA Test GPU"
-    assert "Reference run on NVIDIA Test GPU (gpu-1): float32, 2.00x as fast." in repr(mine)
+    assert "On NVIDIA Test GPU (reference run gpu-1): 2.00x as fast." in repr(mine)
     page = mine._repr_html_()
     assert "this run beside the reference runs" in page and "NVIDIA Test GPU, torch" in page and "commit abc123" in page
 
@@ -57,7 +57,7 @@ def test_a_stale_reference_is_not_shown(tmp_path, refs, change):
             "relabelled": demo(spec=SPEC, labels=("float64", "bfloat16")),
             "retitled": demo(spec=SPEC, title="another")}[change]
     assert references.matching(mine.demo) == []
-    assert "Reference" not in repr(mine) and "beside the reference runs" not in mine._repr_html_()
+    assert "reference run" not in repr(mine) and "beside the reference runs" not in mine._repr_html_()
 
 
 def test_plain_dict_sizes_must_be_equal(tmp_path, refs):

@@ -171,14 +171,14 @@ def reference_table(result: Comparison) -> str:
     return html_table(rows, caption=f"{result.tip}: this run beside the reference runs")
 
 
-def reference_lines(demo: Demo, label: str) -> list[str]:
+def reference_lines(demo: Demo, label: str, named: bool = False) -> list[str]:
     """What the newest reference run on each device measured for the variant ``label`` (the
-    details list every run)."""
+    details list every run); ``named``: say which variant (where no table names it)."""
     newest = {}
     for run, ref in sorted(references.matching(demo), key=lambda found: (found[0].manifest.get("date", ""), found[0].name)):
         newest[ref.device_name] = (run, ref)
-    return [f"Reference run on {ref.device_name} ({run.name}): {label}, {_speed(ref, ref.row(label), short=True)}."
-            for run, ref in newest.values()]
+    return [f"On {ref.device_name} (reference run {run.name}): {f'{label}, ' if named else ''}"
+            f"{_speed(ref, ref.row(label), short=True)}." for run, ref in newest.values()]
 
 
 def _speed(result: Comparison, row: Timing, short: bool = False) -> str:
@@ -355,7 +355,7 @@ class Unmeasured:
         return filled(self.why or self.demo.tip, self.device_kind, "unmeasured", values, "an unmeasured demo")
 
     def lines(self) -> list[str]:
-        return self.explanation() + (reference_lines(self.demo, self.featured) if self.featured else [])
+        return self.explanation() + (reference_lines(self.demo, self.featured, named=True) if self.featured else [])
 
     def to_html(self) -> str:
         found = references.matching(self.demo)
