@@ -43,8 +43,11 @@ def test_every_measured_claim_points_at_a_demo_in_a_solution_notebook():
         tip, title, variant = claim.measure["tip"], claim.measure["title"], claim.measure["variant"]
         holders = [name for name, text in sources.items() if f'"{tip}"' in text or f"\\\"{tip}\\\"" in text]
         assert holders, f"{claim.id}: no notebook measures {tip}"
-        assert any(_literal(title) in sources[h] and _literal(variant) in sources[h] for h in holders), \
-            f"{claim.id}: title {title!r} / variant {variant!r} not found in {holders}"
+        assert any(_literal(title) in sources[h] for h in holders), f"{claim.id}: title {title!r} not in {holders}"
+        # A label built at run time (f"num_workers={nw}") is not in the source: then the claim must be
+        # one a CPU run measures, and test_pipeline finds its row in the QUICK run's records.
+        assert claim.device != "gpu" or any(_literal(variant) in sources[h] for h in holders), \
+            f"{claim.id}: variant {variant!r} not found in {holders}"
 
 
 def _literal(text: str) -> str:

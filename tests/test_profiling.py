@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from utils import plots, profiling
+from utils.tables import attempt
 
 
 def _images(n=6, seed=0):
@@ -115,8 +116,8 @@ def test_cprofile_readers_and_attempt():
     assert calls == 3 and seconds > 0 and 0 < share <= 1
     rows = profiling.cprofile_top(python_profile, 4)
     assert len(rows) == 4 and set(rows[0]) == {"function", "calls", "own time (tottime)", "with what it calls (cumtime)"}
-    assert profiling.attempt(lambda: 1 / 0) == "ZeroDivisionError: division by zero"
-    assert profiling.attempt(lambda: "runs") == "runs"
+    assert attempt(lambda: 1 / 0) == "ZeroDivisionError: division by zero"
+    assert attempt(lambda: "runs") == "runs"
 
 
 def test_a_phase_chart_is_an_inline_image_whatever_the_matplotlib_backend():

@@ -15,8 +15,8 @@ def no_reference_runs(tmp_path, monkeypatch):
 
 def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_file, tmp_path):
     x = torch.rand(64, 64)
-    bench.compare("T013", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first", sizes={"N": 64})
-    bench.compare("T044", ("a", lambda: x + 1, {"parameters": 5}), ("b", lambda: x * 2), title="second")
+    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first", sizes={"N": 64})
+    bench.compare("T944", ("a", lambda: x + 1, {"parameters": 5}), ("b", lambda: x * 2), title="second")
     executed = tmp_path / "executed" / "03_x.html"
     executed.parent.mkdir()
     executed.write_text("<html></html>")
@@ -26,7 +26,7 @@ def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_
 
     assert "Measurements (2)" in page
     assert page.count('src="data:image/png;base64,') == 2
-    assert page.index('id="T013"') < page.index('id="T044"')
+    assert page.index('id="T913"') < page.index('id="T944"')
     assert "first" in page and "second" in page and "parameters" in page
     assert 'href="executed/03_x.html"' in page and "12.3 s" in page
     assert "FAILED" in page and "boom &lt;err&gt;" in page

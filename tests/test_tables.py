@@ -1,0 +1,35 @@
+"""utils.tables: plain tables, and attempt(), a demo's one-line account of what a call does."""
+import warnings
+
+import torch
+
+from utils.tables import Table, attempt
+
+
+def test_attempt_says_what_a_call_returns_or_raises_in_one_line():
+    assert attempt(lambda: "works") == "works" and attempt(lambda: 3) == "3"
+    assert attempt(lambda: torch.ones(2, 3)) == "shape (2, 3)"
+    assert attempt(lambda: torch.ones(2), ok="works") == "works"
+
+    def raises():
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have a GPU.\nmore")
+    assert attempt(raises) == "RuntimeError: Found no NVIDIA driver on your system"
+    assert attempt(raises, brief=True) == "RuntimeError"
+    assert attempt(raises, containing="more") == "RuntimeError: more"
+    assert attempt(raises, limit=5) == "RuntimeError: Found"
+
+
+def test_attempt_reports_warnings_only_when_asked_and_never_lets_them_out():
+    def warns():
+        warnings.warn("careful. really")
+        return 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning escaping attempt() would fail this test
+        assert attempt(warns) == "5"
+        assert attempt(warns, warned=True) == "5; UserWarning: careful. really"
+
+
+def test_a_table_renders_as_html_and_text():
+    table = Table({"a": 1, "b <c>": "x"}, caption="cap")
+    assert "<caption>cap</caption>" in table._repr_html_() and "b &lt;c&gt;" in table._repr_html_()
+    assert repr(table).splitlines()[:3] == ["cap", "name   value", "a      1    "]
