@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 import warnings
 from typing import TYPE_CHECKING, Callable
 
@@ -22,7 +23,7 @@ import torch
 
 from . import records, trace
 from .comparison import Demo, Rate, Sizes, Timing, fact_text, sizes_key
-from .device import device_name
+from .device import device_name, synchronize
 from .memory import peak_memory
 from .present import NEEDS, Result, SweepResult, TimelineResult, Unmeasured
 from .units import format_number
@@ -122,6 +123,16 @@ def gpu_seconds_per_call(fn: Callable[[], object], device: torch.device, calls: 
     device_ns = [e.end_ns() - e.start_ns() for e in events
                  if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]
     return sum(device_ns) / 1e9 / calls if device_ns else None
+
+
+def one_call(fn: Callable[[], object], device: torch.device | str = "cpu") -> float:
+    """Seconds of ONE call, the device drained before and after: for a first call (compiling,
+    autotuning, a shape never seen), which a median of many calls cannot time. Not a benchmark."""
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
 
 
 def measure(fn: Callable[[], object], label: str = "fn", *, device: torch.device | str = "cpu",

@@ -10,7 +10,6 @@ import math
 import os
 import re
 import tempfile
-import time
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -25,23 +24,6 @@ def private_inductor_cache() -> str:
     folder = tempfile.mkdtemp(prefix="course08-inductor-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
     return folder
-
-
-def sync(device: torch.device) -> None:
-    """Wait for the device, so that a wall-clock time includes the work queued on a GPU."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
-def first_call_seconds(fn: Callable[[], object], device: torch.device) -> float:
-    """Wall time of one call: for the first call of a compiled function, that includes compiling it."""
-    sync(device)
-    start = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - start
 
 
 def with_warnings(fn: Callable[[], object]) -> tuple[object, list[str]]:

@@ -69,6 +69,15 @@ def nvidia_gpu_present() -> bool:
     return Path("/proc/driver/nvidia/gpus").is_dir() or Path("/dev/nvidia0").exists()
 
 
+def synchronize(device: torch.device | str) -> None:
+    """Wait until the device has run the work queued on it (a CPU op is done when it returns)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
 def _mps_available() -> bool:
     backend = getattr(torch.backends, "mps", None)
     return bool(backend and backend.is_available())

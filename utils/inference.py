@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import itertools
 import os
-import time
 import warnings
 from typing import Callable
 
@@ -18,6 +17,7 @@ from torch import nn
 
 from .comparison import Sweep
 from .units import format_seconds
+from .bench import one_call
 from .tables import attempt
 
 
@@ -150,16 +150,12 @@ def export_facts(model: nn.Module, program, loaded: nn.Module, dynamic, batch: t
 
 
 def one_call_seconds(fn: Callable[[], object], device: torch.device) -> float:
-    """One call, timed once on the host clock (the GPU drained before and after): for a first call,
-    which a median of many cannot time."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    with torch.inference_mode():
-        fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter() - start
+    """One call under ``inference_mode``, timed once (``bench.one_call``): for a first call, which a
+    median of many cannot time. Later calls run in the same mode, so they hit the same compiled code."""
+    def inferred():
+        with torch.inference_mode():
+            return fn()
+    return one_call(inferred, device)
 
 
 def first_calls(call: Callable[[int], object], sizes: list[int], device: torch.device) -> list[dict]:

@@ -23,6 +23,8 @@ import torch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from packaging.requirements import Requirement
 
+from .bench import one_call
+from .device import synchronize
 from .tables import Table
 from .units import format_number, format_ratio, format_seconds
 
@@ -115,25 +117,10 @@ def visibility_children(run: bool = True, timeout: float = 120) -> Table:
 
 # ---------------------------------------------------------------- T005
 
-def synchronize(device: torch.device) -> None:
-    """Wait until the device's queued work is done (a CPU operation is done when it returns)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
 def single_runs(fn: Callable[[], object], device: torch.device, repeats: int) -> np.ndarray:
-    """Seconds of ``repeats`` single calls, each timed honestly but alone: synchronize, read
-    ``time.perf_counter()``, call, synchronize, read it again."""
-    times = []
-    for _ in range(repeats):
-        synchronize(device)
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return np.array(times)
+    """Seconds of ``repeats`` single calls, each timed honestly but alone (``bench.one_call``:
+    synchronize, read ``time.perf_counter()``, call, synchronize, read it again)."""
+    return np.array([one_call(fn, device) for _ in range(repeats)])
 
 
 def ratio_range(ratios: list[float]) -> str:

@@ -170,12 +170,6 @@ def endless_indices(n: int, batch: int) -> Iterator[torch.Tensor]:
         yield torch.tensor(indices)
 
 
-def sync(device: torch.device | str) -> None:
-    """Wait for a CUDA device's queued work (nothing to wait for elsewhere)."""
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 # ---------------------------------------------------------------- reading a finished profile
 
 def label_events(prof, name: str) -> list:

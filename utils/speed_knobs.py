@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
-import time
 from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .bench import one_call
 from .tables import Table
 from .units import format_seconds
 
@@ -252,21 +252,13 @@ def search_cost(heuristic: Callable[[], torch.Tensor], autotuned: Callable[[], t
         heuristic()
     finally:
         torch.backends.cudnn.deterministic = False
-    first = {name: _one_call(fn, device) for name, fn in (("heuristic", heuristic), ("autotuned", autotuned))}
+    first = {name: one_call(fn, device) for name, fn in (("heuristic", heuristic), ("autotuned", autotuned))}
     out_h, out_a = heuristic().float(), autotuned().float()
     torch.testing.assert_close(out_a, out_h, rtol=2e-2, atol=2e-2)   # the same computation
     return {"first_heuristic": format_seconds(first["heuristic"]), "first_autotuned": format_seconds(first["autotuned"]),
             "output_gap": f"{(out_a - out_h).abs().max().item():.2g}"}
 
 
-def _one_call(fn: Callable[[], object], device: torch.device) -> float:
-    """Wall time of ONE call, waiting for the device: a one-off figure, not a benchmark."""
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    return time.perf_counter() - start
 
 
 def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float:

@@ -13,6 +13,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from .comparison import Span
+from .device import synchronize
 
 # Ops that make the CPU wait for the GPU (T014): named as such in the CPU lane.
 WAITS = {"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::equal",
@@ -24,13 +25,13 @@ def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Sp
     """A warm-up call, then a profiled call of ``fn``: its CPU and GPU spans, labelled ``label``."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     fn()
-    _synchronize(device)
+    synchronize(device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. CUPTI notices: they cannot change what ran
         for _ in range(2):  # the first profiled call of a process also times the profiler's start-up
             with profile(activities=activities, acc_events=True) as prof:
                 fn()
-                _synchronize(device)
+                synchronize(device)
         events = list(prof.profiler.kineto_results.events())
     cpu = _outermost([e for e in events if e.device_type() == torch.autograd.DeviceType.CPU])
     gpu = [e for e in events if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]
@@ -41,13 +42,6 @@ def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Sp
     found += [Span(label, f"GPU stream {e.device_resource_id()}", _gpu_name(e.name()),
                    (e.start_ns() - start) / 1e9, (e.end_ns() - start) / 1e9) for e in gpu]
     return _fewer_names(found)
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 def _outermost(events: list) -> list:
