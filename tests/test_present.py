@@ -17,8 +17,12 @@ def timing(label, median, iqr=0.02 * MS, peak=None, rounds=None, device_s=None):
                   rounds or [median] * 3, device_s)
 
 
+SPEC = {"cpu": {"n": 4}, "cpu-quick": {"n": 4}, "gpu": {"n": 64}}
+
+
 def card(*rows, device="cpu", tip="T900", **kw):
-    return Result(tip, "a demo", device, "Test CPU" if device == "cpu" else "Test GPU", {"n": 4}, list(rows), **kw)
+    return Result(tip, "a demo", device, "Test CPU" if device == "cpu" else "Test GPU", {"n": 4}, list(rows),
+                  sizes_spec=SPEC, **kw)
 
 
 @pytest.fixture
@@ -48,7 +52,11 @@ def test_a_launch_bound_gpu_comparison_gets_no_speed_in_its_headline():
 
 def test_the_explanation_is_chosen_by_device_and_outcome_and_filled_in(tables):
     faster = card(timing("base", 2 * MS), timing("tip", 1 * MS))
-    assert faster.explanation() == ["Faster on a CPU: 2.00x at n=4.", "On a GPU it would copy ."]
+    assert faster.explanation() == ["Faster on a CPU: 2.00x at n=4.", "On a GPU it would copy n=64."]
+    without_spec = Result.of(faster)
+    without_spec.sizes_spec = None  # plain dict sizes: no other device's sizes to name
+    with pytest.raises(ValueError, match=r"asks for \['gpu_sizes'\]"):
+        without_spec.explanation()
     same = card(timing("base", 1 * MS, iqr=0.5 * MS), timing("tip", 1 * MS, iqr=0.5 * MS))
     assert same.explanation()[0] == "No gain on a CPU."
     slower = card(timing("base", 1 * MS), timing("tip", 2 * MS))
@@ -115,7 +123,7 @@ def test_a_sweep_shows_its_ratios_by_size_and_draws_curves(tables, quick_bench):
     work = {n: torch.rand(n) for n in (1_000, 100_000)}
     sweep = bench.sweep("T900", "n", [1_000, 100_000], lambda n: [("sum twice", lambda: work[n].sum() + work[n].sum()),
                                                                   ("sum once", lambda: work[n].sum())],
-                        title="a demo", device="cpu", record=False, rate=("Melem/s", lambda n: n / 1e6))
+                        title="a demo", device="cpu", record=False, rate=("Melem/s", lambda n: n / 1e6), why="T900-sweep")
     assert isinstance(sweep, SweepResult) and len(sweep.comparisons) == 2
     assert sweep.headline().startswith("sum once against sum twice on CPU") and "at 1000" in sweep.headline()
     page = sweep._repr_html_()

@@ -1,7 +1,7 @@
 """How a measurement is shown: the recipe card under every comparison, sweep and timeline.
 
 The one presentation layer of the toolkit. A card shows, by default, one headline generated from
-the result ("channels_last: 1.47x as fast as NCHW on NVIDIA H100 (6.29 ms -> 4.29 ms)"), the
+the result ("channels_last: 1.47x as fast as NCHW on NVIDIA H100 (6.29 ms → 4.29 ms)"), the
 explanation of that outcome (chosen from ``utils/why`` by the verdict), and a compact table. The
 method, the per-variant caveats, the sources' claims, the reference runs and the bar chart sit
 in a folded ``<details>`` block the learner opens on demand.
@@ -47,17 +47,22 @@ def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
     """The figures a ``utils/why`` sentence may name, as text: the standard ones below, then the
     comparison's sizes, then its facts, then ``extra`` (later names win)."""
     base, row = result.baseline, result.featured()
-    spec = result.sizes_spec or {}
     values = {"baseline": base.label, "variant": row.label, "device": result.device_name,
               "ratio": format_ratio(result.speedup(row)), "slowdown": format_ratio(row.median / base.median),
               "baseline_time": format_seconds(base.median), "variant_time": format_seconds(row.median),
               "baseline_gpu": format_seconds(base.device_s), "variant_gpu": format_seconds(row.device_s),
-              "baseline_peak": format_bytes(base.peak_bytes), "variant_peak": format_bytes(row.peak_bytes),
-              "gpu_sizes": format_sizes(spec.get("gpu", {})), "cpu_sizes": format_sizes(spec.get("cpu", {}))}
+              "baseline_peak": format_bytes(base.peak_bytes), "variant_peak": format_bytes(row.peak_bytes)}
+    values.update(_other_sizes(result.sizes_spec))
     values.update({k: str(v) for k, v in result.sizes.items()})
     values.update(result.facts)
     values.update({k: fact_text(v) for k, v in (extra or {}).items()})
     return values
+
+
+def _other_sizes(spec: dict | None) -> dict[str, str]:
+    """``gpu_sizes`` and ``cpu_sizes``: what the demo uses on the other devices (only when its
+    sizes come from ``bench.sizes``; a sentence naming them otherwise is an error, not a blank)."""
+    return {f"{kind}_sizes": format_sizes(spec[kind]) for kind in ("gpu", "cpu") if spec and kind in spec}
 
 
 def explanation(result: Comparison, extra: dict | None = None) -> list[str]:
@@ -348,10 +353,8 @@ class Unmeasured:
         return f"not measured: this demo needs {NEEDS[self.needs]}, and this run is on {self.device_name}."
 
     def explanation(self) -> list[str]:
-        spec = self.demo.sizes_spec or {}
-        values = {"device": self.device_name, "gpu_sizes": format_sizes(spec.get("gpu", {})),
-                  "cpu_sizes": format_sizes(spec.get("cpu", {})), **{k: str(v) for k, v in self.demo.sizes.items()},
-                  **{k: fact_text(v) for k, v in self.facts.items()}}
+        values = {"device": self.device_name, **_other_sizes(self.demo.sizes_spec),
+                  **{k: str(v) for k, v in self.demo.sizes.items()}, **{k: fact_text(v) for k, v in self.facts.items()}}
         return filled(self.why or self.demo.tip, self.device_kind, "unmeasured", values, "an unmeasured demo")
 
     def lines(self) -> list[str]:
