@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import time
 import warnings
@@ -207,7 +208,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     labels = [label for label, _, _ in parsed]
     if len(set(labels)) != len(labels):
         raise ValueError(f"variant labels must be distinct, got {labels}")
-    if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not isinstance(rate[1], (int, float))):
+    if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not isinstance(rate[1], numbers.Real)):
         raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
     if headline and headline not in labels[1:]:
         raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
