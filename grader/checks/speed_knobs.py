@@ -1,4 +1,22 @@
-"""Checks for 07_speed_knobs: amp_train_step (T088) and pad_to_multiple / pad_linear (T089)."""
+"""Checks for 07_speed_knobs: amp_train_step (T088) and pad_to_multiple / pad_linear (T089).
+
+amp_train_step's clauses (the notebook's Exercise 1) and where each is checked:
+  1 old gradients cleared at the start, this step's (unscaled) ones left in .grad ........ amp_fresh
+  2 forward + loss under autocast with the dtype given, nothing else under it ............ amp_autocast
+  3 the weights stay float32 (during the forward pass too) ............................... amp_autocast, amp_scaled
+  4 one backward, on the scaled loss ...................................................... amp_scaled
+  5 one optimizer step with the unscaled gradients, then scaler.update() .................. amp_scaled
+    the step goes through scaler.step, which skips it when the gradients overflowed ....... amp_overflow
+  6 the loss (before the step, unscaled, computed under autocast) returned as a float ..... amp_autocast
+  and no torch function replaced ......................................................... every test
+pad_to_multiple (Exercise 2), all in pad_to_multiple: zeros appended along dim (negative dims, sizes that
+already are multiples, 0 included), dtype kept (float16, bfloat16, int64, float64), device kept under another
+default device, x unmodified, gradients flow back to x.
+pad_linear (Exercise 2), all in pad_linear: a new nn.Linear sharing no tensor with the original (also when
+nothing needs padding), sizes rounded up, weight and bias padded with zeros, trainable parameters, dtype and
+device kept (float16, bfloat16, float64; another default device), the original unmodified.
+Exercise 2's tests also give nothing to an answer that replaced torch's functions.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +27,8 @@ import torch.nn.functional as F
 from . import AssignmentChecks, Evidence, Fail, close, equal, expect, probe_definitions, tensor, value
 
 STEP = "amp_train_step(model, batch, optimizer, scaler, 'cpu', {dtype})"
+RUNS = {"bfloat16": "", "float16": "", "overflow": " with a scale of {scale:g}, where the scaled loss overflows",
+        "stale": " on parameters holding gradients from an earlier step"}
 
 
 def inputs() -> dict:
@@ -29,16 +49,31 @@ def inputs() -> dict:
         {"x": torch.randn(3, 10, dtype=torch.float64), "multiple": None, "dim": None},   # the defaults
         {"x": torch.randn(2, 3, 5, 7), "multiple": 8, "dim": -3},
         {"x": torch.randn(5).to(torch.bfloat16), "multiple": 16, "dim": 0},
+        {"x": torch.randn(3, 7).to(torch.float16), "multiple": 8, "dim": -2},
+        {"x": torch.randn(3, 0), "multiple": 8, "dim": -1},                   # a size of 0 already is a multiple
+        {"x": torch.randn(2, 11), "multiple": 8, "dim": -1, "default_device": "meta"},
+        {"x": torch.randn(3, 5), "multiple": 4, "dim": 0, "grad": True, "weights": torch.randn(4, 5)},
     ]
     linear_cases = []
-    for n_in, n_out, bias, dtype, multiple in ((13, 21, True, "float32", 8), (13, 21, False, "float32", 8),
-                                               (32, 20, True, "float64", 16), (24, 40, True, "float32", 8),
-                                               (7, 3, True, "float32", 64)):
+    for n_in, n_out, bias, dtype, multiple, default in (
+            (13, 21, True, "float32", 8, None), (13, 21, False, "float32", 8, None),
+            (32, 20, True, "float64", 16, None), (24, 40, True, "float32", 8, None),    # both already multiples
+            (7, 3, True, "float32", 64, None), (10, 6, True, "float16", 8, None), (6, 9, True, "bfloat16", 4, None),
+            (9, 5, True, "float32", 8, "meta")):
         layer = torch.nn.Linear(n_in, n_out, bias=bias, dtype=getattr(torch, dtype))
         linear_cases.append({"in": n_in, "out": n_out, "bias": bias, "dtype": dtype, "multiple": multiple,
+                             "default_device": default,
                              "state": {k: v.detach().clone() for k, v in layer.state_dict().items()},
                              "x": torch.randn(5, n_in)})
     return {"amp_train_step": amp, "padding": {"pad_cases": pad_cases, "linear_cases": linear_cases}}
+
+
+def _untouched(replaced, what: str) -> None:
+    """No torch function the tests or the mechanism rely on was replaced by the answer's code."""
+    if replaced:
+        names = ", ".join(sorted(set(replaced))[:6])
+        raise Fail(f"{what}: the answer's code replaced {names}; an answer that changes torch's own functions or "
+                   "classes earns no points for this exercise")
 
 
 # ---- exercise 1: amp_train_step -------------------------------------------------------------------
@@ -65,9 +100,24 @@ def _reference(inputs: dict, dtype: str):
     return loss.item(), [g.float() for g in grads]
 
 
-def _run(evidence: Evidence, name: str) -> dict:
+def _what(name: str, inputs: dict) -> str:
     dtype = "torch.float16" if name == "float16" else "torch.bfloat16"
-    return value(evidence.probe("amp_train_step")[name], STEP.format(dtype=dtype))
+    return STEP.format(dtype=dtype) + RUNS[name].format(scale=inputs["amp_train_step"]["overflow_scale"])
+
+
+def _amp_untouched(evidence: Evidence, inputs: dict) -> None:
+    """Every run of the answer left torch's functions alone (checked before anything else: a replaced
+    is_autocast_enabled or GradScaler method would make the other records say what the answer wants)."""
+    for name, rec in evidence.probe("amp_train_step").items():
+        if isinstance(rec, dict) and "replaced" in rec:
+            log = rec["log"] if isinstance(rec.get("log"), list) else []
+            _untouched(list(rec["replaced"]) + [n for entry in log for n in entry.get("replaced", [])],
+                       _what(name, inputs))
+
+
+def _run(evidence: Evidence, name: str, inputs: dict) -> dict:
+    _amp_untouched(evidence, inputs)
+    return value(evidence.probe("amp_train_step")[name], _what(name, inputs))
 
 
 def _near(got: torch.Tensor, want: torch.Tensor, share: float = 0.03) -> bool:
@@ -119,10 +169,18 @@ def _computed_in(grads: list, name: str) -> bool:
     return all(_fits(g, torch.float16) for g in grads) and not all(_fits(g, torch.bfloat16) for g in grads)
 
 
+def _records(rec: dict, kind: str) -> list[dict]:
+    records = rec["record"][kind]
+    expect(isinstance(records, list) and all(isinstance(r, dict) for r in records), "malformed records")
+    return records
+
+
 def amp_autocast(evidence: Evidence, inputs: dict) -> None:
+    """Clauses 2, 3 and 6: the forward pass and the loss (only they) under autocast with the dtype given,
+    float32 weights throughout, and the loss they computed returned as a float."""
     for name in ("bfloat16", "float16"):
-        rec = _run(evidence, name)
-        call = STEP.format(dtype=f"torch.{name}")
+        rec = _run(evidence, name, inputs)
+        call = _what(name, inputs)
         log = rec["log"]
         expect(bool(log), f"{call} never called the model")
         expect(all(entry["autocast"] is True for entry in log),
@@ -132,64 +190,135 @@ def amp_autocast(evidence: Evidence, inputs: dict) -> None:
         expect(computed == [f"torch.{name}"],
                f"{call}: under autocast with dtype=torch.{name} a Linear layer computes in torch.{name}, but here it "
                f"computed in {', '.join(computed)}; pass the dtype argument to torch.autocast")
+        weights = sorted({entry["weights"] for entry in log})
+        expect(weights == ["torch.float32"],
+               f"{call}: during the forward pass the model's weights were {', '.join(weights)}; leave them float32 "
+               "(autocast casts per operation): do not convert the model or its parameters")
         expect(all(d == "torch.float32" for d in rec["param_dtypes"]),
                f"{call}: the weights must stay float32 (autocast casts per operation); do not convert the model")
+        expect(not any(r["autocast"] for r in _records(rec, "backward")),
+               f"{call}: backward() ran under autocast; only the forward pass and the loss belong in the autocast "
+               "block: call scaler.scale(loss).backward() after leaving it")
+        expect(not any(r["autocast"] for r in _records(rec, "optimizer_steps") + _records(rec, "scaler_steps")
+                       + _records(rec, "updates")),
+               f"{call}: the optimizer step or the scale update ran under autocast; only the forward pass and the "
+               "loss belong in the autocast block")
         seen = rec["backward_grads"]
         expect(isinstance(seen, list) and bool(seen) and all(g is not None for g in seen),
                f"{call}: backward() did not compute a gradient for every parameter")
         expect(_computed_in(seen, name),
                f"{call}: the gradients show that the matrix products did not run in torch.{name}; run the forward "
                "pass under torch.autocast(device_type, dtype=dtype)")
-        expect(isinstance(rec["loss"], float), f"{call} should return the loss as a Python float (loss.item()), "
-               f"got {rec['loss']}")
+        loss = rec["loss"]
+        expect(isinstance(loss, float), f"{call} should return the loss as a Python float (loss.item()), got {loss}")
         want, _ = _reference(inputs, name)
-        expect(abs(rec["loss"] - want) <= 5e-3 * abs(want) + 1e-3,
-               f"{call} returned {rec['loss']:.6g}, not the batch's loss before the step ({want:.6g})")
+        if abs(loss - want) <= 1e-5 * abs(want) + 1e-6:
+            continue
+        scale = inputs["amp_train_step"]["init_scale"]
+        if min(abs(loss - want * s) for s in (scale, 2 * scale)) <= 1e-3 * abs(want) * scale:
+            raise Fail(f"{call} returned {loss:.6g}, the scaled loss; return the loss itself ({want:.6g})")
+        for ratio in (0.5, 2.0):
+            if abs(loss - ratio * want) <= 1e-3 * abs(want):
+                raise Fail(f"{call} returned {loss:.6g}, {ratio:g} times the loss before the step ({want:.6g}): was it "
+                           "unscaled with a scale that scaler.update() had already changed? Return loss.item()")
+        if abs(loss - want) <= 2e-2 * abs(want) and _fits(torch.tensor([loss]), getattr(torch, name)):
+            raise Fail(f"{call} returned {loss:.6g}, a loss computed in torch.{name} ({want:.6g} under autocast): "
+                       "compute the loss inside the autocast block too (autocast runs cross_entropy in float32)")
+        raise Fail(f"{call} returned {loss:.6g}, not the batch's loss before the step ({want:.6g})")
 
 
 def amp_scaled(evidence: Evidence, inputs: dict) -> None:
-    rec = _run(evidence, "bfloat16")
-    what = STEP.format(dtype="torch.bfloat16")
-    scale = inputs["amp_train_step"]["init_scale"]
-    _, grads = _reference(inputs, "bfloat16")
-    seen = rec["backward_grads"]
-    expect(isinstance(seen, list) and len(seen) == len(grads) and all(g is not None for g in seen),
-           f"{what}: backward() did not compute a gradient for every parameter")
-    for got, want in zip(seen, grads):
-        got = tensor(got, f"{what}: a gradient computed by backward()")
-        expect(got.shape == want.shape, f"{what}: a gradient has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-        if _near(got.float(), want):
-            raise Fail(f"{what}: backward() ran on the unscaled loss, so small float16 gradients would underflow; "
-                       "call scaler.scale(loss).backward()")
-        expect(_near(got.float() / scale, want),
-               f"{what}: the gradients computed by backward() are not the scale ({scale:g}) times the true ones; "
-               "call scaler.scale(loss).backward() once")
-    _check_step(rec, inputs, grads, what, "the parameters after the step differ from one SGD step with the unscaled "
-                                          "gradients")
-    expect(rec["scale"] == 2 * scale,
-           f"{what}: after a clean step the scale should grow from {scale:g} to {2 * scale:g} (growth_interval=1), but it "
-           f"is {rec['scale']:g}; call scaler.update() after scaler.step(optimizer)")
+    """Clauses 3, 4 and 5: one backward on the scaled loss; the optimizer given steps once with the unscaled
+    gradients (the float32 weights change by exactly that step); then scaler.update() sets the new scale."""
+    amp = inputs["amp_train_step"]
+    lr, scale = amp["lr"], amp["init_scale"]
+    for name in ("bfloat16", "float16"):
+        rec = _run(evidence, name, inputs)
+        what = _what(name, inputs)
+        _, grads = _reference(inputs, name)
+        seen = rec["backward_grads"]
+        expect(isinstance(seen, list) and len(seen) == len(grads) and all(g is not None for g in seen),
+               f"{what}: backward() did not compute a gradient for every parameter")
+        calls = [r["param"] for r in _records(rec, "backward")]
+        expect(all(calls.count(i) == 1 for i in range(len(grads))),
+               f"{what}: backward() ran {max(calls.count(i) for i in range(len(grads)))} times; call "
+               "scaler.scale(loss).backward() once")
+        for got, want in zip(seen, grads):
+            got = tensor(got, f"{what}: a gradient computed by backward()")
+            expect(got.shape == want.shape,
+                   f"{what}: a gradient has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            if _near(got.float(), want):
+                raise Fail(f"{what}: backward() ran on the unscaled loss, so small float16 gradients would underflow; "
+                           "call scaler.scale(loss).backward()")
+            expect(_near(got.float() / scale, want),
+                   f"{what}: the gradients computed by backward() are not the scale ({scale:g}) times the true ones; "
+                   "call scaler.scale(loss).backward() once")
+        steps = _records(rec, "optimizer_steps")
+        updates = _updates(rec, inputs, what)
+        if not steps and any(bool((u != 0).any()) for u in updates):
+            raise Fail(f"{what}: the parameters changed, but the optimizer passed in never stepped; step that "
+                       "optimizer (through scaler.step), do not make another")
+        _check_step(rec, inputs, grads, what, "the parameters after the step differ from one SGD step with the "
+                                              "unscaled gradients")
+        expect(len(steps) == 1, f"{what}: the optimizer stepped {len(steps)} times; step it once, through "
+               "scaler.step(optimizer)")
+        for update, start, got in zip(updates, amp["state"].values(), seen):
+            exact = (-lr * (got.float() * (1 / scale))).to(torch.float32)
+            expect(bool(((start + update) - (start + exact)).abs().max() <= 1e-6),
+                   f"{what}: the weights did not change by exactly one step with the unscaled gradients; keep them "
+                   "float32 all along (converting them to a lower precision and back loses their low bits)")
+        expect(not any(u["given"] for u in _records(rec, "updates")),
+               f"{what}: scaler.update() was handed a new scale; call it without one, so the scaler applies its "
+               "own growth and backoff")
+        expect(rec["scale"] == 2 * scale,
+               f"{what}: after a clean step the scale should grow from {scale:g} to {2 * scale:g} "
+               f"(growth_interval=1), but it is {rec['scale']:g}; call scaler.update() once after "
+               "scaler.step(optimizer)")
 
 
 def amp_overflow(evidence: Evidence, inputs: dict) -> None:
-    rec = _run(evidence, "overflow")
+    """Clause 5's second half: the step goes through scaler.step, which steps the optimizer after a clean
+    backward and skips it when the scaled gradients overflowed; update() then cuts the scale."""
+    clean = _run(evidence, "bfloat16", inputs)
+    steps = _records(clean, "optimizer_steps")
+    expect(all(s["via_scaler"] for s in steps),  # no step at all: amp_scaled's business
+           f"{_what('bfloat16', inputs)}: the optimizer was not stepped by scaler.step(optimizer); call "
+           "scaler.step(optimizer) (not optimizer.step()), so that a step with inf/NaN gradients is skipped")
+    rec = _run(evidence, "overflow", inputs)
     amp = inputs["amp_train_step"]
-    what = f"{STEP.format(dtype='torch.bfloat16')} with a scale of {amp['overflow_scale']:g}, where the scaled loss overflows"
+    what = _what("overflow", inputs)
+    expect(len(_records(rec, "scaler_steps")) == 1,
+           f"{what}: scaler.step(optimizer) was not called once; it is what checks the gradients for inf/NaN "
+           "and skips the step")
     for update in _updates(rec, inputs, what):
         expect(bool((update == 0).all()),
                f"{what}: the parameters changed; a step with inf/NaN gradients must be skipped: let "
                "scaler.step(optimizer) call the optimizer")
+    expect(not _records(rec, "optimizer_steps"),
+           f"{what}: the optimizer stepped although the gradients held inf/NaN; let scaler.step(optimizer) decide")
     expect(rec["scale"] == amp["overflow_scale"] / 2,
            f"{what}: after the overflow scaler.update() should halve the scale to {amp['overflow_scale'] / 2:g}, but it is "
            f"{rec['scale']:g}")
 
 
 def amp_fresh(evidence: Evidence, inputs: dict) -> None:
-    rec = _run(evidence, "stale")
-    what = f"{STEP.format(dtype='torch.bfloat16')} on parameters holding gradients from an earlier step"
+    """Clause 1: gradients from earlier steps are cleared before backward, and only then: when the call
+    returns, .grad holds this step's gradients, unscaled."""
     _, grads = _reference(inputs, "bfloat16")
-    _check_step(rec, inputs, grads, what, "the old gradients leaked into this step; clear them first "
-                                          "(optimizer.zero_grad())")
+    rec = _run(evidence, "stale", inputs)
+    _check_step(rec, inputs, grads, _what("stale", inputs),
+                "the old gradients leaked into this step; clear them first (optimizer.zero_grad())")
+    clean = _run(evidence, "bfloat16", inputs)
+    what = _what("bfloat16", inputs)
+    after = clean["grads_after"]
+    expect(isinstance(after, list) and len(after) == len(grads), f"{what}: the gradients after the call are missing")
+    for got, want in zip(after, grads):
+        expect(got is not None, f"{what}: after the call the parameters hold no gradient; clear the gradients at the "
+               "start of the step (not at its end), so that this step's stay in .grad")
+        got = tensor(got, f"{what}: a gradient left in .grad")
+        expect(got.shape == want.shape and _near(got.float(), want),
+               f"{what}: after the call .grad does not hold this step's unscaled gradients; clear the gradients at "
+               "the start of the step only, and let scaler.step unscale them")
 
 
 # ---- exercise 2: pad_to_multiple, pad_linear ------------------------------------------------------
@@ -203,31 +332,71 @@ def _padded(x: torch.Tensor, multiple: int, dim: int) -> torch.Tensor:
     return out
 
 
+def _on_cpu(form, what: str, default: str | None) -> None:
+    """The result lives where its input does (the CPU), not on the default device."""
+    if isinstance(form, dict) and form["device"] != "cpu":
+        made = ", the default device," if form["device"] == default else ""
+        raise Fail(f"{what}: the result is on {form['device']}{made} but its input is on cpu; create every new "
+                   "tensor on the input's device (device=..., x.new_zeros, F.pad)")
+
+
 def pad_to_multiple(evidence: Evidence, inputs: dict) -> None:
+    """Zeros appended along ``dim`` (negative counts from the end) up to the next multiple; dtype (half,
+    bfloat16, int) and device (under another default device) kept, other sizes and values too; x untouched;
+    gradients flow back to x."""
     results = evidence.probe("padding")["to_multiple"]
     for case, rec in zip(inputs["padding"]["pad_cases"], results, strict=True):
         x = case["x"]
         args = ", ".join(f"{k}={case[k]}" for k in ("multiple", "dim") if case.get(k) is not None)
         what = f"pad_to_multiple(x of shape {tuple(x.shape)}, {x.dtype}{', ' + args if args else ''})"
+        if case.get("default_device"):
+            what += f" with {case['default_device']} as the default device"
+        if case.get("grad"):
+            what += " with x requiring grad"
         rec = value(rec, what)
+        _untouched(rec["replaced"], what)
+        if rec.get("moved") is True and case.get("default_device"):
+            continue  # it moved what it made on the default device to x's device: right on a real device
         want = _padded(x, case["multiple"] or 8, -1 if case["dim"] is None else case["dim"])
+        _on_cpu(rec["form"], what, case.get("default_device"))
         got = tensor(rec["out"], what)
         expect(got.shape == want.shape, f"{what} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         equal(got, want, f"{what} (the original values first, then zeros)")
         equal(rec["input_after"], x, f"{what}: x itself must not be modified")
+        if case.get("grad"):
+            expect(rec["requires_grad"] is True, f"{what}: the result does not require grad, so no gradient can flow "
+                   "back to x; build it from x with differentiable operations (no .detach(), .data or no_grad)")
+            grad = rec.get("grad")
+            expect(grad is not None, f"{what}: the result is not connected to x; no gradient reaches x")
+            wanted = case["weights"][tuple(slice(0, n) for n in x.shape)]
+            close(grad, wanted, f"{what}: the gradient that flows back to x (the result's gradient at x's entries)")
 
 
 def pad_linear(evidence: Evidence, inputs: dict) -> None:
+    """A new nn.Linear (even when nothing needs padding) sharing no tensor with the original; features rounded
+    up; weight and bias padded with zeros; same dtype (half, bfloat16) and device (under another default
+    device); trainable parameters; the original untouched."""
     results = evidence.probe("padding")["linear"]
     for case, rec in zip(inputs["padding"]["linear_cases"], results, strict=True):
         what = (f"pad_linear(nn.Linear({case['in']}, {case['out']}, bias={case['bias']}, dtype=torch.{case['dtype']}), "
                 f"{case['multiple']})")
+        if case.get("default_device"):
+            what += f" with {case['default_device']} as the default device"
         rec = value(rec, what)
+        _untouched(rec["replaced"], what)
+        if rec.get("moved") is True and case.get("default_device"):
+            continue  # it moved a layer made on the default device to the original's device: right on a real device
         m = case["multiple"]
         n_in, n_out = case["in"] + -case["in"] % m, case["out"] + -case["out"] % m
         expect(rec["is_linear"] is True, f"{what} should return an nn.Linear")
+        expect(rec["same_object"] is False, f"{what} returned the layer it was given; return a new nn.Linear, also "
+               "when both sizes already are multiples")
+        expect(rec["shares"] is False, f"{what}: the new layer shares a tensor with the original, so training one "
+               "changes the other; give the new layer tensors of its own")
         expect((rec["in_features"], rec["out_features"]) == (n_in, n_out),
                f"{what} should have {n_in} -> {n_out} features, got {rec['in_features']} -> {rec['out_features']}")
+        for form, part in zip(rec["forms"], ("weight", "bias")):
+            _on_cpu(form, f"{what}: its {part}", case.get("default_device"))
         dtype = getattr(torch, case["dtype"])
         weight = torch.zeros(n_out, n_in, dtype=dtype)
         weight[:case["out"], :case["in"]] = case["state"]["weight"]
@@ -239,10 +408,13 @@ def pad_linear(evidence: Evidence, inputs: dict) -> None:
             bias[:case["out"]] = case["state"]["bias"]
             expect(rec["bias"] is not None, f"{what}: the padded layer lost its bias")
             equal(rec["bias"], bias, f"{what}: its bias (the original values, then zeros)")
+            expect(rec["bias_trainable"] is True, f"{what}: its bias should be an nn.Parameter that requires grad")
         else:
             expect(rec["bias"] is None, f"{what}: a layer without bias should stay without bias")
         x = F.pad(case["x"].to(dtype), (0, n_in - case["in"]))
-        close(rec["out"], F.linear(x, weight, bias), f"{what}: its output on a zero-padded input")
+        tol = 1e-5 if dtype in (torch.float32, torch.float64) else 1e-2
+        close(value(rec["out"], f"{what}: its forward pass"), F.linear(x, weight, bias),
+              f"{what}: its output on a zero-padded input", rtol=tol, atol=tol)
         equal(rec["original_weight"], case["state"]["weight"], f"{what}: the original layer must not be modified")
         if case["bias"]:
             equal(rec["original_bias"], case["state"]["bias"], f"{what}: the original layer must not be modified")

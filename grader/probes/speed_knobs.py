@@ -9,13 +9,52 @@ _GradScaler = torch.amp.GradScaler
 _get_scale = torch.amp.GradScaler.get_scale
 _SGD = torch.optim.SGD
 _Linear = nn.Linear
+_Parameter = nn.Parameter
 _pad = F.pad
-_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+_no_grad = torch.no_grad
+_device = torch.device
+_grad = torch.autograd.grad
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
+           "int64": torch.int64}
+
+
+def _watch(*places):
+    """(shown name, owner, attribute, the object as it was before any student code ran)."""
+    return [(f"{label}.{attr}", owner, attr, getattr(owner, attr)) for label, owner, attrs in places for attr in attrs]
+
+
+# What the notebook's tests compare with, and what each exercise's mechanism runs on. An answer that replaces
+# any of these (to make a test hear what it wants) is caught however it reached them. (Not optimizers' step:
+# torch itself wraps an optimizer class's step when its first instance is made.)
+_COMPARE = (("torch", torch, ("equal", "allclose", "isclose")), ("torch.testing", torch.testing, ("assert_close",)),
+            ("torch.Tensor", torch.Tensor, ("__eq__", "all", "tolist", "item")))
+_WATCHED = {
+    "amp_train_step": _watch(
+        *_COMPARE,
+        ("torch", torch, ("is_autocast_enabled", "get_autocast_dtype", "autocast", "set_autocast_enabled")),
+        ("torch.amp", torch.amp, ("autocast", "GradScaler")),
+        ("torch.amp.GradScaler", torch.amp.GradScaler, ("scale", "unscale_", "step", "update", "get_scale")),
+        ("torch.Tensor", torch.Tensor, ("backward", "register_hook")),
+        ("torch.autograd", torch.autograd, ("backward", "grad")),
+        ("torch.nn.functional", F, ("cross_entropy", "linear")),
+        ("torch.nn.Linear", nn.Linear, ("forward",))),
+    "padding": _watch(
+        *_COMPARE,
+        ("torch", torch, ("zeros", "cat")),
+        ("torch.nn.functional", F, ("pad", "linear")),
+        ("torch.nn", nn, ("Linear", "Parameter")),
+        ("torch.nn.Linear", nn.Linear, ("forward",))),
+}
+
+
+def _replaced(exercise):
+    """The watched names the answer's code replaced (so far)."""
+    return [name for name, owner, attr, original in _WATCHED[exercise] if getattr(owner, attr, None) is not original]
 
 
 class _Net(nn.Module):
-    """A small classifier that logs, at every forward call, whether autocast was on and in which dtype its
-    first Linear layer computed."""
+    """A small classifier that logs, at every forward call, whether autocast was on, in which dtype its first
+    Linear layer computed, the dtype its weights had, and any torch function replaced by then."""
 
     def __init__(self, log):
         super().__init__()
@@ -25,7 +64,8 @@ class _Net(nn.Module):
 
     def forward(self, x):
         h = self.hidden(x)
-        self.log.append({"autocast": bool(_is_autocast_enabled("cpu")), "hidden": str(h.dtype)})
+        self.log.append({"autocast": bool(_is_autocast_enabled("cpu")), "hidden": str(h.dtype),
+                         "weights": str(self.hidden.weight.dtype), "replaced": _replaced("amp_train_step")})
         return self.out(torch.relu(h))
 
 
@@ -43,24 +83,59 @@ def _loss_value(loss):
     return float(loss) if isinstance(loss, float) else f"<not a float: {type(loss).__name__}>"
 
 
+def _spies(record):
+    """An SGD and a GradScaler that behave exactly as theirs do and note how they are called: whether autocast
+    was on, whether the optimizer stepped from inside scaler.step, whether update() was handed a scale."""
+    inside = [0]
+
+    class Scaler(_GradScaler):
+        def step(self, optimizer, *args, **kwargs):
+            record["scaler_steps"].append({"autocast": bool(_is_autocast_enabled("cpu"))})
+            inside[0] += 1
+            try:
+                return super().step(optimizer, *args, **kwargs)
+            finally:
+                inside[0] -= 1
+
+        def update(self, new_scale=None):
+            record["updates"].append({"autocast": bool(_is_autocast_enabled("cpu")), "given": new_scale is not None})
+            return super().update(new_scale)
+
+    class SGD(_SGD):
+        def step(self, closure=None):
+            record["optimizer_steps"].append({"autocast": bool(_is_autocast_enabled("cpu")), "via_scaler": inside[0] > 0})
+            return super().step(closure)
+
+    return Scaler, SGD
+
+
 def amp_train_step(namespace, inputs):
     fn = lookup(namespace, "amp_train_step")
 
     def run(dtype, x, y, init_scale, stale=None):
         log = []
+        record = {"scaler_steps": [], "updates": [], "optimizer_steps": [], "backward": []}
         net = _net(inputs["state"], log)
         params = list(net.parameters())
         seen = [None] * len(params)
+
+        def hook(g, i):  # the gradient as backward computes it, and whether autocast was on meanwhile
+            seen[i] = plain(g)
+            record["backward"].append({"param": i, "autocast": bool(_is_autocast_enabled("cpu"))})
+
         for i, p in enumerate(params):
-            p.register_hook(lambda g, i=i: seen.__setitem__(i, plain(g)))   # the gradient as backward computes it
+            p.register_hook(lambda g, i=i: hook(g, i))
             if stale is not None:
                 p.grad = torch.full_like(p, stale)                           # left over from an earlier step
-        optimizer = _SGD(params, lr=inputs["lr"])
-        scaler = _GradScaler("cpu", init_scale=init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=1)
+        Scaler, SGD = _spies(record)
+        optimizer = SGD(params, lr=inputs["lr"])
+        scaler = Scaler("cpu", init_scale=init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=1)
         loss = fn(net, (x.clone(), y.clone()), optimizer, scaler, "cpu", _DTYPES[dtype])
         return {"log": log[:20], "loss": _loss_value(loss), "params": [plain(p) for p in params],
                 "param_dtypes": [str(p.dtype) for p in params], "backward_grads": seen,
-                "scale": float(_get_scale(scaler))}
+                "grads_after": [None if p.grad is None else plain(p.grad) for p in params],
+                "scale": float(_get_scale(scaler)),
+                "record": {k: v[:20] for k, v in record.items()}, "replaced": _replaced("amp_train_step")}
 
     scale = inputs["init_scale"]
     return {
@@ -71,33 +146,96 @@ def amp_train_step(namespace, inputs):
     }
 
 
+def _form(t):
+    """Where a tensor lives and what it is, without its values (a tensor on the meta device has none)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    return {"device": str(t.device), "shape": list(t.shape), "dtype": str(t.dtype)}
+
+
+def _here(t):
+    """plain(t), or a marker for a tensor that is not on the CPU (its data cannot come back)."""
+    if isinstance(t, torch.Tensor) and t.device.type != "cpu":
+        return f"<a tensor on {t.device}>"
+    return plain(t)
+
+
+class _Moved(Exception):
+    """The answer moved a tensor made on the default device to its input's device: right on real devices,
+    impossible from the meta device (which holds no data), so the case cannot say more."""
+
+
+def _call(fn, case, *args):
+    """fn(*args), under another default device (meta) when the case asks for it: as with an input on a GPU
+    while the default device is the CPU, any tensor made without a device lands elsewhere than the input."""
+    if not case.get("default_device"):
+        return fn(*args)
+    try:
+        with _device(case["default_device"]):
+            return fn(*args)
+    except NotImplementedError as exc:
+        if "Cannot copy out of meta tensor" in str(exc):
+            raise _Moved() from None
+        raise
+
+
 def padding(namespace, inputs):
     pad_to_multiple = lookup(namespace, "pad_to_multiple")
     pad_linear = lookup(namespace, "pad_linear")
 
     def to_multiple(case):
         x = case["x"].clone()
-        kwargs = {key: case[key] for key in ("multiple", "dim") if case.get(key) is not None}
-        out = pad_to_multiple(x, **kwargs)
-        return {"out": plain(out), "input_after": plain(x)}
+        if case.get("grad"):
+            x.requires_grad_(True)
+        args = [case[key] for key in ("multiple", "dim") if case.get(key) is not None]
+        try:
+            out = _call(pad_to_multiple, case, x, *args)
+        except _Moved:
+            return {"moved": True, "replaced": _replaced("padding")}
+        rec = {"out": _here(out), "form": _form(out), "input_after": plain(x)}
+        if case.get("grad"):
+            rec["requires_grad"] = isinstance(out, torch.Tensor) and bool(out.requires_grad)
+            if rec["requires_grad"] and tuple(out.shape) == tuple(case["weights"].shape):
+                weights = case["weights"].to(out.dtype)
+                (g,) = _grad((out * weights).sum(), x, allow_unused=True)
+                rec["grad"] = None if g is None else plain(g)
+        rec["replaced"] = _replaced("padding")
+        return rec
 
     def linear(case):
-        layer = _Linear(case["in"], case["out"], bias=case["bias"], dtype=_DTYPES[case["dtype"]])
+        dtype = _DTYPES[case["dtype"]]
+        layer = _Linear(case["in"], case["out"], bias=case["bias"], dtype=dtype)
         layer.load_state_dict(case["state"])
-        padded = pad_linear(layer, case["multiple"])
+        originals = {t.untyped_storage().data_ptr() for t in layer.parameters()}
+        try:
+            padded = _call(pad_linear, case, layer, case["multiple"])
+        except _Moved:
+            return {"moved": True, "replaced": _replaced("padding")}
         is_linear = isinstance(padded, _Linear)
         n_in = -(-case["in"] // case["multiple"]) * case["multiple"]       # the input width a padded layer takes
-        x = _pad(case["x"].to(_DTYPES[case["dtype"]]), (0, n_in - case["in"]))
-        with torch.no_grad():
-            out = padded(x)
-        bias = getattr(padded, "bias", None)
+        x = _pad(case["x"].to(dtype), (0, n_in - case["in"]))
         weight = getattr(padded, "weight", None)
-        return {"is_linear": is_linear, "in_features": _int(getattr(padded, "in_features", None)),
+        out = "<not computed: the layer is not on the CPU>"  # a product on meta costs seconds of imports
+        if isinstance(weight, torch.Tensor) and weight.device.type == "cpu":
+            try:
+                with _no_grad():
+                    out = _here(padded(x))
+            except Exception as exc:
+                out = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        bias = getattr(padded, "bias", None)
+        mine = [t for t in padded.parameters()] if isinstance(padded, nn.Module) else []
+        return {"is_linear": is_linear, "same_object": padded is layer,
+                "shares": padded is not layer and any(isinstance(t, torch.Tensor) and t.device.type != "meta"
+                                                      and t.untyped_storage().data_ptr() in originals for t in mine),
+                "in_features": _int(getattr(padded, "in_features", None)),
                 "out_features": _int(getattr(padded, "out_features", None)),
-                "weight": plain(weight), "bias": None if bias is None else plain(bias),
-                "trainable": type(weight) is nn.Parameter and bool(weight.requires_grad),
-                "out": plain(out), "original_weight": plain(layer.weight),
-                "original_bias": None if layer.bias is None else plain(layer.bias)}
+                "weight": _here(weight), "bias": None if bias is None else _here(bias),
+                "forms": [_form(weight), _form(bias)],
+                "trainable": type(weight) is _Parameter and bool(weight.requires_grad),
+                "bias_trainable": bias is None or (type(bias) is _Parameter and bool(bias.requires_grad)),
+                "out": out, "original_weight": plain(layer.weight),
+                "original_bias": None if layer.bias is None else plain(layer.bias),
+                "replaced": _replaced("padding")}
 
     return {"to_multiple": [attempt(to_multiple, case) for case in inputs["pad_cases"]],
             "linear": [attempt(linear, case) for case in inputs["linear_cases"]]}
