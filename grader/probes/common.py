@@ -5,10 +5,15 @@ import torch
 from torch import nn
 
 
+# Bound when the probes load, before any student code runs: an answer that replaces torch.Tensor.detach
+# (or clone, contiguous) must not change what the grader receives.
+_detach, _clone, _contiguous = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.contiguous
+
+
 def plain(value):
     """An exact-type tensor copy, or a marker saying what the value was instead."""
     if type(value) in (torch.Tensor, nn.Parameter):
-        return torch.Tensor.detach(value).clone().contiguous()
+        return _contiguous(_clone(_detach(value)))
     return f"<not a tensor: {type(value).__name__}>"
 
 
