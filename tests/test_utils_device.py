@@ -1,4 +1,5 @@
 import random
+import warnings
 
 import pytest
 import torch
@@ -102,3 +103,15 @@ def test_deterministic_seeding_configures_cublas(monkeypatch):
         assert os.environ["CUBLAS_WORKSPACE_CONFIG"] in (":4096:8", ":16:8")
     finally:
         seed_everything(0)
+
+
+def test_setup_keeps_known_library_notices_off_stderr_and_lets_others_through():
+    from utils.session import QUIET, quiet_library_notices
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_library_notices()
+        for message in QUIET:
+            warnings.warn(f"{message}. More text from the library.", UserWarning)
+        warnings.warn("a notice the lesson did not expect", UserWarning)
+    assert [str(w.message) for w in caught] == ["a notice the lesson did not expect"]
