@@ -4,8 +4,10 @@ The release probe runs each answer against the simulated caching allocator
 (utils/simulated_cuda.py); the trusted check compares the reported counters and the logged
 order of events with what each step should produce. Here the probe and the check run in-process
 on answers in several styles: every correct one passes, and every way of skipping, misordering
-or faking a step fails `test_release_workflow`. On a machine with CUDA the same answers also run
-against the real allocator.
+or faking a step fails `test_release_workflow`. Each answer gets the same verdicts on this machine
+as on one with a GPU in use (tests/hosts.py; the probe runs release() as on a machine without a
+GPU, utils.simulated_cuda.without_cuda). On a machine with CUDA the same answers also run against
+the real allocator.
 """
 import gc
 
@@ -16,6 +18,7 @@ from grader.checks import Evidence, probe_definitions, registry
 from grader.checks.memory import WORKFLOW
 from grader.samples import solution_answers
 from grader import course
+from hosts import HOSTS
 from utils.simulated_cuda import simulate_cuda
 
 CHECKS = registry()["05_memory"]
@@ -136,26 +139,56 @@ WRONG = {  # name -> (answer, a phrase the check's message must contain)
 }
 
 
-def _grade(source: str) -> dict:
+def _grade(source: str, host: str = "this_machine") -> dict:
     namespace = {"torch": torch}
     exec(compile(source, "<answer>", "exec"), namespace)
-    probe = probe_definitions("memory")["release"](namespace, CHECKS.inputs()["release"])
-    return CHECKS.judge(Evidence(probes={"release": probe}), CHECKS.inputs())
+    with HOSTS[host]():
+        probe = probe_definitions("memory")["release"](namespace, CHECKS.inputs()["release"])
+    verdicts = CHECKS.judge(Evidence(probes={"release": probe}), CHECKS.inputs())
+    return {k: v for k, v in verdicts.items() if k.startswith("test_release")}
 
 
+@pytest.mark.parametrize("host", sorted(HOSTS))
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_answers_in_any_style_pass_every_release_test(name):
-    verdicts = _grade(CORRECT[name])
-    assert {k: v.message for k, v in verdicts.items() if k.startswith("test_release") and v.fraction < 1} == {}
+def test_correct_answers_in_any_style_pass_every_release_test(name, host):
+    verdicts = _grade(CORRECT[name], host)
+    assert {k: v.message for k, v in verdicts.items() if v.fraction < 1} == {}
 
 
+@pytest.mark.parametrize("host", sorted(HOSTS))
 @pytest.mark.parametrize("name", sorted(WRONG))
-def test_each_wrong_workflow_loses_the_workflow_points(name):
+def test_each_wrong_workflow_loses_the_workflow_points(name, host):
     answer, phrase = WRONG[name]
-    verdicts = _grade(answer)
+    verdicts = _grade(answer, host)
     workflow = verdicts["test_release_workflow"]
     assert workflow.fraction == 0 and phrase in workflow.message, workflow.message
     assert verdicts["test_release_names"].fraction == 1  # the other release tests still see a working release()
+
+
+UNGUARDED = _answer('''
+    before = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    torch.cuda.empty_cache()
+    after = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+''')
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT) + sorted(WRONG) + ["unguarded"])
+def test_every_answer_gets_the_same_verdicts_with_a_gpu_or_without(name):
+    answer = {**CORRECT, **{k: a for k, (a, _) in WRONG.items()}, "unguarded": UNGUARDED}[name]
+    verdicts = {host: _grade(answer, host) for host in HOSTS}
+    assert verdicts["gpu_host"] == verdicts["this_machine"]
+
+
+def test_on_a_machine_with_a_gpu_in_use_torch_reads_other_counters():
+    """What the probe must not see: the GPU host of the tests above, outside the probe."""
+    with HOSTS["gpu_host"]():
+        assert torch.cuda.is_available() and torch.accelerator.is_available()
+        assert torch.cuda.memory_allocated() == 32 * 2**20 and torch.cuda.memory_reserved() == 64 * 2**20
+        assert torch.accelerator.memory_allocated() == 32 * 2**20
+        assert torch.cuda.get_rng_state().dtype == torch.uint8
 
 
 def test_the_simulation_counts_blocks_and_the_cache():

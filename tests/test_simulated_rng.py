@@ -4,7 +4,10 @@
 whose generators are CPU stand-ins, so torch's own functions run on them. Here the simulation is
 tested directly, then the rng_states probe and its trusted checks run in-process on answers in
 several styles: every correct one passes every test, and each wrong one loses the test for the
-behaviour it gets wrong. On a machine with CUDA the correct answers also run on the real GPUs.
+behaviour it gets wrong, with the same verdicts on this machine as on one with a GPU (tests/hosts.py;
+the probe runs the functions as on a machine without a GPU, utils.simulated_cuda.without_cuda, and
+the two-GPU clause on the simulation). On a machine with CUDA the correct answers also run on the
+real GPUs.
 """
 import random
 
@@ -15,7 +18,8 @@ import torch
 from grader import course
 from grader.checks import Evidence, probe_definitions, registry
 from grader.samples import SAMPLES_DIR, solution_answers
-from utils.simulated_cuda import simulate_cuda_rng
+from hosts import HOSTS
+from utils.simulated_cuda import simulate_cuda, simulate_cuda_rng, without_cuda
 
 CHECKS = registry()["00_measure_first"]
 RNG_TESTS = ("test_rng_states_restore", "test_rng_states_snapshot", "test_rng_states_all_gpus")
@@ -117,25 +121,67 @@ def restore_rng_states(states):
 }
 
 
-def _grade(source: str) -> dict:
+def _grade(source: str, host: str = "this_machine") -> dict:
     namespace = {"random": random, "np": np, "torch": torch}
     exec(compile(source, "<answer>", "exec"), namespace)
     inputs = CHECKS.inputs()
-    probe = probe_definitions("measure_first")["rng_states"](namespace, inputs["rng_states"])
-    return CHECKS.judge(Evidence(probes={"rng_states": probe}), inputs)
+    with HOSTS[host]():
+        probe = probe_definitions("measure_first")["rng_states"](namespace, inputs["rng_states"])
+    verdicts = CHECKS.judge(Evidence(probes={"rng_states": probe}), inputs)
+    return {k: verdicts[k] for k in RNG_TESTS}
 
 
+@pytest.mark.parametrize("host", sorted(HOSTS))
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_answers_in_any_style_pass_every_rng_test(name):
-    verdicts = _grade(CORRECT[name])
-    assert {k: verdicts[k].message for k in RNG_TESTS if verdicts[k].fraction < 1} == {}
+def test_correct_answers_in_any_style_pass_every_rng_test(name, host):
+    verdicts = _grade(CORRECT[name], host)
+    assert {k: v.message for k, v in verdicts.items() if v.fraction < 1} == {}
 
 
+@pytest.mark.parametrize("host", sorted(HOSTS))
 @pytest.mark.parametrize("name", sorted(WRONG))
-def test_each_wrong_answer_loses_the_test_of_what_it_gets_wrong(name):
+def test_each_wrong_answer_loses_the_test_of_what_it_gets_wrong(name, host):
     answer, test, phrase = WRONG[name]
-    verdict = _grade(answer)[test]
+    verdict = _grade(answer, host)[test]
     assert verdict.fraction == 0 and phrase in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT) + sorted(WRONG))
+def test_every_answer_gets_the_same_verdicts_with_a_gpu_or_without(name):
+    answer = CORRECT[name] if name in CORRECT else WRONG[name][0]
+    verdicts = {host: _grade(answer, host) for host in HOSTS}
+    assert verdicts["gpu_host"] == verdicts["this_machine"]
+
+
+def test_without_cuda_a_machine_with_a_gpu_in_use_has_none():
+    """The view the probes grade in, over the GPU host of the tests above: nothing of its GPU shows,
+    the simulations still work on top of it, and everything comes back on exit."""
+    names = ("is_available", "device_count", "get_rng_state", "memory_allocated", "memory_stats", "empty_cache")
+    with HOSTS["gpu_host"]():
+        host = {name: getattr(torch.cuda, name) for name in names}
+        generators, queued = torch.cuda.default_generators, list(torch.cuda._queued_calls)
+        assert torch.cuda.is_available() and torch.cuda.memory_allocated() > 0 and len(generators) == 1
+        with without_cuda():
+            assert not torch.cuda.is_available() and not torch.accelerator.is_available()
+            assert torch.cuda.device_count() == torch.accelerator.device_count() == 0
+            assert torch.cuda.default_generators == () and torch.cuda.get_rng_state_all() == []
+            assert torch.cuda.memory_allocated() == torch.cuda.memory_reserved() == 0
+            assert torch.accelerator.memory_allocated() == torch.accelerator.memory_reserved() == 0
+            assert torch.cuda.memory_stats() == {} and torch.cuda.empty_cache() is None
+            for start_cuda in (torch.cuda.get_rng_state, torch.cuda.random.get_rng_state, torch.cuda.current_device,
+                               torch.cuda.synchronize, torch.cuda.initial_seed, torch.accelerator.current_device_index,
+                               lambda: torch.cuda.device(0).__enter__(), lambda: torch.accelerator.random.get_rng_state(0)):
+                with pytest.raises(RuntimeError, match="no NVIDIA driver"):
+                    start_cuda()
+            torch.cuda.set_rng_state(torch.zeros(8, dtype=torch.uint8))  # queued for a GPU that never starts
+            torch.cuda.manual_seed_all(3)
+            with simulate_cuda_rng(devices=2) as sim:
+                assert torch.cuda.device_count() == 2 and torch.equal(torch.cuda.get_rng_state(1), sim.states()[1])
+            with simulate_cuda(cached_bytes=1000):
+                assert torch.cuda.is_available() and torch.cuda.memory_reserved() == 1024
+            assert not torch.cuda.is_available() and torch.cuda.default_generators == ()
+        assert {name: getattr(torch.cuda, name) for name in names} == host
+        assert torch.cuda.default_generators is generators and torch.cuda._queued_calls == queued
 
 
 def test_the_simulation_serves_torch_cuda_random_api():

@@ -1,4 +1,5 @@
-"""The CI workflows: actionlint-clean, a CPU job that runs .ci/run, and a GPU job that cannot pass without CUDA."""
+"""The CI workflows: actionlint-clean, a CPU job that runs .ci/run, and a GPU job that cannot pass without CUDA
+and runs the same whole test suite there."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -49,7 +50,8 @@ def test_gpu_job_requires_cuda_runs_everything_on_it_and_keeps_the_results():
     assert gpu["env"]["COURSE_REQUIRE_CUDA"] == "1"  # tests/conftest.py: no GPU is an error, not a skip
     runs = [step.get("run", "") for step in gpu["steps"]]
     assert "torch.cuda.is_available()" in runs[1] and "sys.exit(0 if ok else 1)" in runs[1]
-    assert any("tests/test_cuda.py" in r for r in runs)
+    suite = [r.strip() for r in runs if "pytest" in r or "make test" in r]
+    assert suite == ["make test"]  # the whole suite, as in the cpu job: not a chosen few files
     assert any("utils.execute --full --device cuda --check" in r for r in runs)
     upload = next(s for s in gpu["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
     for part in ("run.json", "measurements.jsonl", "report.html", "executed/"):

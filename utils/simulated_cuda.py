@@ -17,11 +17,16 @@ Every call and every free is logged in order in ``sim.events``, so a check can t
 workflow did and when. A real GPU carves blocks out of 2 MiB and 20 MiB segments, so its reserved
 figures are larger and coarser; the order of the steps is what carries over.
 
-``simulate_cuda_rng()`` (at the end) does the same for the random number generators: a machine
-with several GPUs, so that code saving and restoring every GPU's generator can be checked on a CPU.
+``simulate_cuda_rng()`` does the same for the random number generators: a machine with several
+GPUs, so that code saving and restoring every GPU's generator can be checked on a CPU.
+
+``without_cuda()`` (at the end) is the other half: a machine with no GPU, even on one that has
+GPUs. The grader's probes run the student's functions inside it, and the simulations above on top
+of it, so an answer earns the same marks on a grading machine with a GPU as on one without.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import weakref
 
@@ -111,7 +116,7 @@ def simulate_cuda(cached_bytes: int = 0):
 # ---- random number generators ----------------------------------------------------------------
 # Replaced while simulating generators, in torch.cuda and wherever torch.cuda.random imported
 # them by name. With is_initialized() True, torch's lazy CUDA start-up runs each call at once.
-_RNG_API = ("is_available", "is_initialized", "device_count", "current_device", "set_device",
+_RNG_API = ("is_available", "is_initialized", "_lazy_init", "device_count", "current_device", "set_device",
             "_exchange_device", "_maybe_exchange_device")
 
 
@@ -146,6 +151,9 @@ class SimulatedCudaRng:
 
     def is_initialized(self) -> bool:
         return True
+
+    def _lazy_init(self) -> None:  # already "initialized" (also inside without_cuda(), whose _lazy_init raises)
+        pass
 
     def device_count(self) -> int:
         return len(self.generators)
@@ -191,3 +199,78 @@ def simulate_cuda_rng(devices: int = 2, generators: list[torch.Generator] | None
     finally:
         for module, name, original in reversed(saved):
             setattr(module, name, original)
+
+
+# ---- no GPU ----------------------------------------------------------------------------------
+NO_GPU = "Found no NVIDIA driver on your system (simulated: the grader runs this as on a machine without a GPU)"
+
+
+def _no_gpu(*args, **kwargs):
+    raise RuntimeError(NO_GPU)
+
+
+def _exchange_device(device: int) -> int:  # torch.cuda.device(-1) / device(None) is a no-op without a GPU too
+    if device < 0:
+        return -1
+    raise RuntimeError(NO_GPU)
+
+
+# What a machine without a GPU answers, by name, in every namespace below that binds the name
+# (torch.cuda.random and torch.cuda.memory import some of torch.cuda's by name). Without a GPU,
+# anything that would start CUDA raises; the counters read 0 and empty_cache() does nothing.
+_WITHOUT_GPU = {
+    "is_available": lambda: False, "is_initialized": lambda: False, "device_count": lambda: 0,
+    "_lazy_init": _no_gpu, "current_device": _no_gpu, "set_device": _no_gpu, "synchronize": _no_gpu,
+    "_exchange_device": _exchange_device, "_maybe_exchange_device": _exchange_device,
+    "current_device_index": _no_gpu, "set_device_index": _no_gpu,  # torch.accelerator's
+    "memory_stats": lambda *args, **kwargs: collections.OrderedDict(), "empty_cache": lambda: None,
+    **dict.fromkeys(("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"),
+                    lambda *args, **kwargs: 0),
+    "reset_peak_memory_stats": _no_gpu,
+}
+
+
+def _without_cuda_patches() -> tuple:
+    """(namespace, name, replacement) for every patch, worked out once, when this module loads:
+    before any student code runs, so that code cannot change what the view installs."""
+    modules = [torch.cuda, torch.cuda.random, torch.cuda.memory]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        modules += [accelerator, getattr(accelerator, "memory", None)]
+    patches = [(m, name, fn) for m in modules if m is not None for name, fn in _WITHOUT_GPU.items() if name in vars(m)]
+    patches.append((torch.cuda, "default_generators", ()))  # filled in once a real GPU has started
+    if hasattr(torch._C, "_accelerator_getDefaultGenerator"):  # torch.accelerator.random.get_rng_state(i)
+        patches.append((torch._C, "_accelerator_getDefaultGenerator", _no_gpu))
+    return tuple(patches)
+
+
+def _make_without_cuda():
+    patches, cuda, getattr_, setattr_ = _without_cuda_patches(), torch.cuda, getattr, setattr
+
+    @contextlib.contextmanager
+    def without_cuda():
+        """torch sees no GPU until the block ends, whatever the machine: ``torch.cuda.is_available()``
+        and ``torch.accelerator.is_available()`` are False, no device is counted, the memory counters
+        read 0, ``empty_cache()`` does nothing, and whatever would start CUDA
+        (``torch.cuda.get_rng_state()``, ``current_device()``, ``synchronize()``...) raises
+        RuntimeError, as on a machine without one. Calls torch queues for a GPU that has not started
+        (``torch.cuda.set_rng_state``, ``manual_seed_all``) are dropped on exit, and everything is
+        restored. It covers torch.cuda's and torch.accelerator's API; a tensor created directly on
+        a real "cuda" device still reaches it."""
+        saved = [(module, name, getattr_(module, name)) for module, name, _ in patches]
+        queued, tracker = list(cuda._queued_calls), cuda._lazy_seed_tracker
+        try:
+            cuda._lazy_seed_tracker = type(tracker)()
+            for module, name, replacement in patches:
+                setattr_(module, name, replacement)
+            yield
+        finally:
+            for module, name, original in reversed(saved):
+                setattr_(module, name, original)
+            cuda._queued_calls[:] = queued
+            cuda._lazy_seed_tracker = tracker
+
+    return without_cuda
+
+
+without_cuda = _make_without_cuda()

@@ -41,7 +41,10 @@ def release_report(evidence: Evidence, inputs: dict) -> None:
     expect(rec["type"] == "dict", f"release should return a dict, got {rec['type']}")
     expect(rec["keys"] == KEYS, f"expected exactly the keys {KEYS}, got {rec['keys']}")
     expect(all(type(v) is int for v in rec["values"].values()), f"all four values should be ints, got {rec['values']}")
-    expect(all(v == 0 for v in rec["values"].values()), f"without CUDA all four values should be 0, got {rec['values']}")
+    # The probe runs release() as on a machine without CUDA (utils.simulated_cuda.without_cuda), whatever
+    # machine grades: the same answer earns the same marks with a GPU or without.
+    expect(all(v == 0 for v in rec["values"].values()), "without CUDA all four values should be 0 (the grader runs "
+           f"this test as on a machine without a GPU), got {rec['values']}")
 
 
 def release_names(evidence: Evidence, inputs: dict) -> None:
