@@ -18,21 +18,32 @@ STUDENTS = ("current_device",)  # with the reference solution, two sandboxes at 
 UNPRIVILEGED = 60999  # outside the sandbox's own uid range
 
 
+def _private_top(path: str) -> Path | None:
+    """The highest folder on the way to ``path`` that others may not enter (mode 0700: /root on many
+    machines, a ``mktemp -d`` folder, a home folder), or None when the whole way is open."""
+    return next((p for p in reversed(Path(path).parents) if not p.stat().st_mode & 0o001), None)
+
+
 def _as_unprivileged_user(argv: list[str], home: Path) -> list[str]:
-    """argv run as UNPRIVILEGED. A private root (/root is 0700 on many machines, and the interpreter
-    may live under it) opens a path to the interpreter and the checkout, and nothing else of /root."""
+    """argv run as UNPRIVILEGED. A private folder above the interpreter or the checkout (a private
+    /root, a clone in ``mktemp -d``) is replaced by an empty one that holds a path to them and
+    nothing else of that folder."""
     if os.geteuid() != 0:
         return argv
-    opened = ["--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root"]
-    made = set()
-    for path in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), str(course.REPO_ROOT)}:
-        if not path.startswith("/root/"):
+    opened, made, bound = ["--dev-bind", "/", "/"], set(), []
+    for path in sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), str(course.REPO_ROOT)}):
+        top = _private_top(path)
+        if top is None or any(Path(path).is_relative_to(b) for b in bound):
             continue
+        if top not in made:
+            opened += ["--perms", "0755", "--tmpfs", str(top)]
+            made.add(top)
         for parent in reversed(Path(path).parents):
-            if str(parent).startswith("/root/") and parent not in made:
+            if parent.is_relative_to(top) and parent not in made:
                 opened += ["--perms", "0755", "--dir", str(parent)]
                 made.add(parent)
         opened += ["--ro-bind", path, path]
+        bound.append(path)
     return ["bwrap", *opened, "--setenv", "HOME", str(home), "--", "setpriv", f"--reuid={UNPRIVILEGED}",
             f"--regid={UNPRIVILEGED}", "--clear-groups", *argv]
 
