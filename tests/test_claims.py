@@ -1,4 +1,5 @@
 """The claims ledger: valid data, every claim linked to a real demo, and honest verdicts."""
+import dataclasses
 import math
 import re
 
@@ -73,7 +74,7 @@ def claim(low=1.0, high=math.inf, metric="time", device="any"):
     (claim(), 1.5, claims.REPRODUCED),
     (claim(1.27, 1.7), 1.5, claims.REPRODUCED),
     (claim(1.27, 1.7), 1.1, claims.NOT_REPRODUCED),      # faster, but less than claimed
-    (claim(1.27, 1.7), 3.0, claims.REPRODUCED),          # more than claimed still supports it
+    (claim(1.27, 1.7), 3.0, claims.NOT_REPRODUCED),      # outside the range: larger than claimed
     (claim(), 0.5, claims.NOT_REPRODUCED),               # slower
     (claim(1e-9, 1.0), 0.5, claims.REPRODUCED),          # a cost claim ("checkpointing is slower")
     (claim(1.0, 1.0), 1.0, claims.REPRODUCED),           # "no gain, no harm"
@@ -134,4 +135,68 @@ def test_a_comparison_shows_the_claims_about_it_beside_its_result(monkeypatch, t
     page = comparison(1.5)._repr_html_()
     assert "Source write-up 000 (item 2) reports 1.27-1.7x speed; here: 1.50x, reproduced." in page
     assert page.index("Source write-up 000") > page.index("<details>")  # folded: opened on demand
-    assert "here: 1.10x, not reproduced (smaller than claimed)" in comparison(1.1)._repr_html_()
+    smaller = "here: 1.10x, not reproduced (smaller than claimed: 1.10x against 1.27-1.70x)."
+    assert smaller in comparison(1.1)._repr_html_()
+
+
+# ---------------------------------------------------------------- one rule: the range, the matching row
+
+def test_outside_the_range_says_smaller_or_larger_than_claimed_with_both_numbers():
+    assert claims.judge(claim(1.27, 1.7), *comparison(1.1).pair("tip")) == (
+        pytest.approx(1.1), claims.NOT_REPRODUCED, "smaller than claimed: 1.10x against 1.27-1.70x")
+    assert claims.judge(claim(3.0, 5.0), *comparison(6.0).pair("tip"))[1:] == (
+        claims.NOT_REPRODUCED, "larger than claimed: 6.00x against 3.00-5.00x")
+    assert claims.judge(claim(1.0, math.inf), *comparison(1.03).pair("tip"))[1] == claims.REPRODUCED  # no range
+
+
+def test_a_range_per_unit_of_a_size_scales_with_that_size():
+    per_image = claims.Claim("C998", "T086", "003#5", "gain = batch", "time", 1.0, 1.0, scale="n",
+                             measure={"tip": "T086", "title": "demo", "variant": "tip"})
+    batched = comparison(246.0)
+    batched.sizes = {"n": 512}
+    assert per_image.direction == "gain" and per_image.claimed() == "a speed-up of the number of n"
+    assert claims.judge(per_image, *batched.pair("tip"))[1:] == (
+        claims.NOT_REPRODUCED, "smaller than claimed: 246x against 512x")
+    half_to_all = dataclasses.replace(per_image, low=0.5)
+    assert half_to_all.claimed() == "a speed-up of 0.5-1 x the number of n"
+    assert claims.judge(half_to_all, *batched.pair("tip"))[1:] == (
+        claims.NOT_REPRODUCED, "smaller than claimed: 246x against 256-512x")
+    batched.sizes = {"n": 400}
+    assert claims.judge(half_to_all, *batched.pair("tip"))[1] == claims.REPRODUCED
+    batched.sizes = {}
+    assert claims.judge(half_to_all, *batched.pair("tip"))[1:] == (claims.NOT_MEASURABLE, "the comparison records no n")
+
+
+def test_a_claim_below_others_is_capped_by_their_gains_in_the_same_run():
+    capped = claims.Claim("C997", "T086", "003#3", "smaller gain", "time", 1.0, math.inf, below=("C996",),
+                          measure={"tip": "T086", "title": "demo", "variant": "tip"})
+    other = claims.Claim("C996", "T999", "003#1", "bigger gain", "time", 1.0, math.inf,
+                         measure={"tip": "T999", "title": "demo", "variant": "tip"})
+    mine, theirs = comparison(1.5), comparison(2.0)
+    theirs.tip = "T999"
+    assert claims.evaluate(capped, [("r", [mine, theirs])], [capped, other])[1] == claims.REPRODUCED
+    theirs.rows[1].median = theirs.rows[1].round_medians[0] = 2 * MS / 1.2
+    findings, overall = claims.evaluate(capped, [("r", [mine, theirs])], [capped, other])
+    assert overall == claims.NOT_REPRODUCED and findings[0].why == "larger than claimed: 1.50x against up to 1.20x"
+    findings, overall = claims.evaluate(capped, [("r", [mine])], [capped, other])
+    assert overall == claims.NOT_MEASURABLE and findings[0].why == "C996 not measured beside it"
+
+
+def test_a_list_of_variants_is_judged_on_the_fastest_one_present():
+    rows = [Timing(label, median * MS, 0.01 * MS, 30, None, None, {}, [median * MS] * 3)
+            for label, median in (("workers=0", 2.0), ("workers=1", 2.4), ("workers=2", 1.5), ("workers=4", 1.0))]
+    sweep = Result("T078", "demo", "cpu", "cpu box", {}, rows)
+    tried = ["workers=1", "workers=2", "workers=4", "workers=8"]  # workers=8 was not measured here
+    best = claims.Claim("C995", "T078", "002", "tune it", "time", 1.0, math.inf,
+                        measure={"tip": "T078", "title": "demo", "variant": tried})
+    comparison_, row = claims.find_row(best, [sweep])
+    assert row.label == "workers=4" and claims.judge(best, comparison_, row)[:2] == (2.0, claims.REPRODUCED)
+
+
+def test_the_ledger_reads_variant_lists_scale_and_below(tmp_path):
+    path = tmp_path / "claims.toml"
+    path.write_text('[[claim]]\nid = "C1"\ntip = "T1"\nsource = "000"\nclaim = "x"\nmetric = "time"\nlow = 1.0\n'
+                    'high = 1.0\nscale = "images"\nbelow = ["C2"]\n'
+                    'measure = { tip = "T1", title = "t", variant = ["a", "b"] }\n')
+    (loaded,) = claims.load(path)
+    assert loaded.scale == "images" and loaded.below == ("C2",) and claims.variants(loaded) == ["a", "b"]

@@ -135,3 +135,67 @@ def test_a_heavy_tail_does_not_hide_a_clear_gap():
     tip = Timing("tip", 3e-6, 1e-6, 60, None, None, {}, [4e-6, 3e-6], None, 2.5e-6, 3.5e-6)
     c = comparison(base, tip)
     assert c.verdict("tip").kind == "faster" and "noisy" in c.verdict("tip").note
+
+
+# ---------------------------------------------------------------- each variant on its own numbers
+
+def test_a_busy_variant_gets_a_speed_verdict_beside_a_launch_bound_one():
+    # The slowest variant is host-bound; before, it made every variant launch-bound.
+    c = comparison(row("base", 4 * MS, device_s=3.8 * MS), row("busy", 2 * MS, device_s=1.9 * MS),
+                   row("idle", 8 * MS, device_s=1 * MS), device="cuda")
+    assert c.verdict("busy").kind == "faster" and c.verdict("busy").text == "2.00x as fast"
+    idle = c.verdict("idle")
+    assert idle.kind == "launch-bound" and idle.text.startswith("host-bound: ")
+    assert "busy for 12% of its 8 ms" in idle.note  # its own share, not the slowest row's
+    assert c.launch_bound() is None  # the comparison as a whole does not time launches
+
+
+def test_a_host_bound_variant_says_the_wall_clock_and_the_gpu_work():
+    # T088's shape: the GPU work fell, the wall clock rose, because the host sets the pace.
+    c = comparison(row("float32", 6 * MS, device_s=5 * MS), row("float16", 7.5 * MS, device_s=1.25 * MS), device="cuda")
+    v = c.verdict("float16")
+    assert v.text == "host-bound: slower on the wall clock (1.25x the time); GPU work fell 4.00x (5 ms → 1.25 ms)"
+    assert "as fast" not in str(v) and "busy for 17% of its 7.5 ms" in v.note
+    assert c.headline().startswith("float16 against float32 on dev: host-bound: slower on the wall clock")
+
+
+def test_at_least_only_where_the_gpu_ratio_is_larger_than_the_wall_ratio():
+    # The baseline is host-bound as well: its GPU work fell 1.44x while its wall time halved.
+    t069 = comparison(row("batch 512", 48 * MS, device_s=7 * MS), row("batch 1024", 24 * MS, device_s=4.84 * MS),
+                      device="cuda", about_overhead=True)
+    v = t069.verdict("batch 1024")
+    assert v.text == "2.00x as fast" and "at least" not in str(v)
+    assert "GPU work fell 1.45x (7 ms → 4.84 ms): both wall times include host overhead" in v.note
+    # A busy baseline, a host-bound variant: the GPU ratio (25x) exceeds the wall ratio (9x).
+    t030 = comparison(row("broadcast", 1.31 * MS, device_s=1.35 * MS), row("identity", 0.144 * MS, device_s=0.054 * MS),
+                      device="cuda")
+    v = t030.verdict("identity")
+    assert v.text == "at least 9.10x as fast" and "GPU work fell 25.0x" in v.note
+
+
+def test_a_cpu_baseline_beside_a_gpu_variant_is_judged_on_the_wall_clock():
+    c = comparison(row("CPU", 30 * MS), row("GPU", 1.5 * MS, device_s=0.3 * MS), device="cuda:0")
+    assert c.verdict("GPU").text == "20.0x as fast" and c.launch_bound() is None
+
+
+def test_under_one_percent_no_text_prints_a_ratio():
+    one_round = comparison(row("base", 1.000 * MS, iqr=1e-9, rounds=[1 * MS]),
+                           row("tip", 0.995 * MS, iqr=1e-9, rounds=[0.995 * MS]))
+    v = one_round.verdict("tip")
+    assert v.kind == "no clear difference" and "1.00x" not in str(v) and "1.00x" not in one_round.headline()
+    from utils.present import SweepResult
+    sweep = SweepResult("T000", "demo", "n", [1, 2], [comparison(row("b", 1 * MS), row("t", 0.996 * MS)),
+                                                      comparison(row("b", 2 * MS), row("t", 1 * MS))])
+    assert sweep.headline() == "t against b on dev, by n: no clear difference at 1, 2.00x at 2."
+
+
+def test_gpu_time_above_the_wall_time_is_explained_from_the_numbers():
+    from utils.verdict import gpu_above_wall
+    c = comparison(row("pageable", 8.29 * MS, device_s=10.1 * MS), row("pinned", 1.29 * MS, device_s=1.23 * MS),
+                   device="cuda")
+    note = gpu_above_wall(c)
+    assert note.startswith("More GPU time than wall time (pageable: 10.1 ms of GPU work in 8.29 ms)")
+    assert "pinned" not in note and "overlapped" in note and "separate calls" in note
+    assert note in c.to_html(stored=True)
+    within_one_percent = comparison(row("a", 2 * MS, device_s=2.01 * MS), row("b", MS, device_s=MS), device="cuda")
+    assert gpu_above_wall(within_one_percent) == ""

@@ -2,13 +2,20 @@
 
 Each claim names a tip, its source, the claimed factor as a range (``low``..``high``) and,
 when the course measures it, the comparison row that does (``measure``). ``evaluate`` holds
-each claim against the records of this run and of the reference runs, one device at a time:
+each claim against the records of this run and of the reference runs, one device at a time, by
+one rule:
 
-- **reproduced**: the verdict on that device goes the claimed way (a gain, a cost, or no difference)
-  and a claimed gain reaches ``low``;
-- **not reproduced**: it was measured and did not;
+- **reproduced**: the verdict on that device goes the claimed way (a gain, a cost, or no
+  difference) and, where the claim gives a range, the measured factor lies in it;
+- **not reproduced**: it was measured and did not; a factor outside the range says "smaller
+  than claimed" or "larger than claimed", with both numbers;
 - **not measurable here**: no such measurement on that device, the comparison was launch-bound,
   or the claim is about GPUs and the device is a CPU.
+
+A claim is judged on the row that matches its condition: ``measure.variant`` names it, or lists
+the settings tried, and then the claim is judged on the fastest of them (the best setting found).
+``scale`` names a size the range is per unit of ("a gain equal to the number of requests");
+``below`` names claims whose measured gains, in the same run, bound this one's from above.
 
 Across devices: all reproduced, all not reproduced, a mix (**device-dependent**), or nothing
 measurable.
@@ -21,12 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .comparison import Comparison, Timing
+from .units import format_ratio
 from .verdict import SAME_MEMORY, time_verdict
 
 LEDGER = Path(__file__).with_name("claims.toml")
 REPRODUCED, NOT_REPRODUCED, DEVICE_DEPENDENT, NOT_MEASURABLE = (
     "reproduced", "not reproduced", "device-dependent", "not measurable here")
-_FIELDS = {"id", "tip", "source", "claim", "metric", "low", "high", "condition", "note", "device", "measure"}
+_FIELDS = {"id", "tip", "source", "claim", "metric", "low", "high", "condition", "note", "device", "measure",
+           "scale", "below"}
 
 
 @dataclass(frozen=True)
@@ -42,13 +51,15 @@ class Claim:
     note: str = ""
     device: str = "any"  # "gpu": the claim is about GPUs, a CPU cannot test it
     measure: dict = field(default_factory=dict)  # {tip, title, variant[, against]}: the row that tests it
+    scale: str = ""      # a size of the comparison: the range is per unit of it
+    below: tuple = ()    # claims whose measured gains bound this one's from above
 
     @property
     def direction(self) -> str:
         """What the claim expects: "gain" (faster / less memory), "cost" (slower / more), or "none"."""
-        if self.low == self.high == 1:
+        if self.low == self.high == 1 and not self.scale:
             return "none"
-        return "cost" if self.high <= 1 else "gain"
+        return "cost" if self.high <= 1 and not self.scale else "gain"
 
     def claimed(self) -> str:
         time = self.metric == "time"
@@ -56,12 +67,32 @@ class Claim:
             return "no difference"
         if self.direction == "cost":
             return "slower" if time else "more memory"
+        if self.scale:
+            per = "" if self.low == self.high == 1 else f"{_span(self.low, self.high)} x "
+            return f"a speed-up of {per}the number of {self.scale}"
+        if self.below:
+            return f"faster, by less than the gains of {' and '.join(self.below)}"
         unit = "x speed" if time else "x less memory"
-        if math.isinf(self.high):
-            return f">= {self.low:g}{unit}" if self.low > 1 else ("faster" if time else "less memory")
-        if self.low <= 1:
-            return f"up to {self.high:g}{unit}"
-        return f"{self.low:g}{unit}" if self.low == self.high else f"{self.low:g}-{self.high:g}{unit}"
+        if math.isinf(self.high) and self.low <= 1:
+            return "faster" if time else "less memory"
+        return _range(self.low, self.high) + unit
+
+    def bounds(self, comparison: Comparison) -> tuple[float, float]:
+        """The claimed range on this comparison: ``low``..``high``, times its ``scale`` size."""
+        factor = float(comparison.sizes[self.scale]) if self.scale else 1.0
+        return self.low * factor, self.high * factor
+
+
+def _span(low: float, high: float) -> str:
+    return f"{low:g}" if low == high else f"{low:g}-{high:g}"
+
+
+def _range(low: float, high: float, number=lambda value: f"{value:g}") -> str:
+    if low == high:
+        return number(low)
+    if math.isinf(high):
+        return f">= {number(low)}"
+    return f"up to {number(high)}" if low <= 1 else f"{number(low)}-{number(high)}"
 
 
 def load(path: Path | None = None) -> list[Claim]:
@@ -76,7 +107,7 @@ def load(path: Path | None = None) -> list[Claim]:
         if unknown:
             raise ValueError(f"{where}: unknown fields {sorted(unknown)}")
         try:
-            claim = Claim(**entry)
+            claim = Claim(**{**entry, "below": tuple(entry.get("below", ()))})
         except TypeError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         if claim.id in seen:
@@ -103,24 +134,35 @@ class Finding:
     why: str = ""
 
 
+def variants(claim: Claim) -> list[str]:
+    """The labels of the rows a claim may be judged on (several: the best of them counts)."""
+    wanted = claim.measure.get("variant", [])
+    return [wanted] if isinstance(wanted, str) else list(wanted)
+
+
 def find_row(claim: Claim, comparisons: list[Comparison]) -> tuple[Comparison, Timing] | None:
-    """The (comparison, row) that measures a claim in a list of comparisons, or None. With
-    ``against``, the comparison is narrowed to that variant (as its baseline) and the row."""
+    """The (comparison, row) that measures a claim in a list of comparisons, or None: of several
+    listed variants, the fastest. With ``against``, the comparison is narrowed to that variant
+    (as its baseline) and the row."""
     if not claim.measure:
         return None
     wanted = claim.measure
     for comparison in comparisons:
         labels = [row.label for row in comparison.rows]
-        if (comparison.tip, comparison.title) == (wanted["tip"], wanted["title"]) and wanted["variant"] in labels:
-            if wanted.get("against") not in (None, *labels):
-                continue
-            return comparison.pair(wanted["variant"], wanted.get("against"))
+        present = [label for label in variants(claim) if label in labels]
+        if (comparison.tip, comparison.title) != (wanted["tip"], wanted["title"]) or not present:
+            continue
+        if wanted.get("against") not in (None, *labels):
+            continue
+        best = min(present, key=lambda label: comparison.row(label).median)
+        return comparison.pair(best, wanted.get("against"))
     return None
 
 
-def judge(claim: Claim, comparison: Comparison, row: Timing) -> tuple[float | None, str, str]:
-    """(measured factor, verdict, why) of one claim on one comparison."""
-    gpu = comparison.on_gpu
+def judge(claim: Claim, comparison: Comparison, row: Timing,
+          ceiling: float = math.inf) -> tuple[float | None, str, str]:
+    """(measured factor, verdict, why) of one claim on one comparison; ``ceiling``: the gain of the
+    claims it is ``below``."""
     if claim.metric == "memory":
         if row.peak_bytes is None or not comparison.baseline.peak_bytes:
             return None, NOT_MEASURABLE, "memory was not measured"
@@ -128,34 +170,62 @@ def judge(claim: Claim, comparison: Comparison, row: Timing) -> tuple[float | No
         effect = "gain" if factor > 1 + SAME_MEMORY else "cost" if factor < 1 - SAME_MEMORY else "none"
     else:
         factor = comparison.speedup(row)
-        kind = time_verdict(comparison, row).kind if row.round_medians else "no verdict"
-        if kind in ("launch-bound", "no verdict", "one round"):
-            return factor, NOT_MEASURABLE, {"launch-bound": "launch-bound comparison",
-                                            "no verdict": "recorded without per-round data",
-                                            "one round": "a single round"}[kind]
-        effect = {"faster": "gain", "slower": "cost"}.get(kind, "none")
-    if claim.device == "gpu" and not gpu:
+        verdict = time_verdict(comparison, row) if row.round_medians else None
+        if verdict is None or verdict.kind in ("launch-bound", "one round"):
+            return factor, NOT_MEASURABLE, _unjudged(verdict)
+        effect = {"faster": "gain", "slower": "cost"}.get(verdict.kind, "none")
+    if claim.device == "gpu" and not comparison.on_gpu:
         return factor, NOT_MEASURABLE, "the claim is about GPUs"
+    if claim.scale and claim.scale not in comparison.sizes:
+        return factor, NOT_MEASURABLE, f"the comparison records no {claim.scale}"
     if effect != claim.direction:
         return factor, NOT_REPRODUCED, {"gain": "it was faster/smaller", "cost": "it was slower/larger",
                                         "none": "no clear effect"}[effect]
-    if claim.direction == "gain" and factor < claim.low:
-        return factor, NOT_REPRODUCED, "smaller than claimed"
-    beyond = claim.direction == "gain" and factor > claim.high
-    return factor, REPRODUCED, "above the claimed range" if beyond else ""
+    low, high = claim.bounds(comparison)
+    high = min(high, ceiling)
+    if claim.direction == "none" or low <= factor <= high:
+        return factor, REPRODUCED, ""
+    size = "smaller" if factor < low else "larger"
+    claimed = _range(low, high, lambda v: format_ratio(v).removesuffix("x"))
+    return factor, NOT_REPRODUCED, f"{size} than claimed: {format_ratio(factor)} against {claimed}x"
 
 
-def evaluate(claim: Claim, runs: list[tuple[str, list[Comparison]]]) -> tuple[list[Finding], str]:
-    """Findings per run/device and the overall verdict. ``runs``: (name, comparisons) pairs."""
+def _unjudged(verdict) -> str:
+    if verdict is None:
+        return "recorded without per-round data"
+    if verdict.kind == "one round":
+        return "a single round"
+    return "launch-bound comparison" if verdict.text == "launch-bound" else verdict.text  # or host-bound, in words
+
+
+def assess(claim: Claim, comparisons: list[Comparison],
+           ledger: list[Claim] = ()) -> tuple[Comparison, float | None, str, str] | None:
+    """(comparison, factor, verdict, why) of a claim in one run's comparisons, or None where none
+    measures it. A claim ``below`` others is bounded by their gains in the same comparisons."""
+    found = find_row(claim, comparisons)
+    if not found:
+        return None
+    bounds = [find_row(other, comparisons) for other in ledger if other.id in claim.below]
+    if len(bounds) < len(claim.below) or None in bounds:
+        missing = f"{' and '.join(claim.below)} not measured beside it"
+        return found[0], found[0].speedup(found[1]), NOT_MEASURABLE, missing
+    ceiling = min((comparison.speedup(row) for comparison, row in bounds), default=math.inf)
+    return found[0], *judge(claim, *found, ceiling=ceiling)
+
+
+def evaluate(claim: Claim, runs: list[tuple[str, list[Comparison]]],
+             ledger: list[Claim] | None = None) -> tuple[list[Finding], str]:
+    """Findings per run/device and the overall verdict. ``runs``: (name, comparisons) pairs;
+    ``ledger``: the claims a ``below`` names (default: the shipped ledger)."""
+    if ledger is None:
+        ledger = load() if claim.below else []
     findings = []
     for name, comparisons in runs:
-        found = find_row(claim, comparisons)
-        if found:
-            comparison, row = found
-            factor, verdict, why = judge(claim, comparison, row)
+        assessed = assess(claim, comparisons, ledger)
+        if assessed:
+            comparison, factor, verdict, why = assessed
             findings.append(Finding(name, comparison.device_name, factor, verdict, why))
     decided = {f.verdict for f in findings} - {NOT_MEASURABLE}
     if not decided:
         return findings, NOT_MEASURABLE
     return findings, decided.pop() if len(decided) == 1 else DEVICE_DEPENDENT
-

@@ -18,7 +18,7 @@ from .comparison import Comparison, Demo, Sweep, Timeline, Timing, fact_text
 from .memory import memory_note
 from .tables import html_table, text_table
 from .units import format_bytes, format_number, format_ratio, format_seconds, format_sizes
-from .verdict import Verdict, launch_bound_reason, memory_verdict, time_verdict
+from .verdict import Verdict, gpu_above_wall, launch_bound_reason, memory_verdict, ratio_words, time_verdict
 
 CARD = "course-card"  # the class of every card's <div> (utils.lesson_shape counts them)
 DETAILS = "Method, caveats, the sources' claims and reference runs"
@@ -36,8 +36,9 @@ def headline(result: Comparison, row: Timing | None = None) -> str:
         return f"{row.label}: {verdict.text} as {base.label} {on} ({times})."
     if verdict.kind == "slower":
         return f"{row.label}: {format_ratio(row.median / base.median)} the time of {base.label} {on} ({times})."
-    if verdict.kind == "launch-bound":
-        return f"{row.label} against {base.label} {on}: launch-bound, so no verdict ({verdict.note})."
+    if verdict.kind == "launch-bound":  # launch-bound, or a host-bound variant: its two clocks in words
+        said = "launch-bound, so no verdict" if verdict.text == "launch-bound" else verdict.text
+        return f"{row.label} against {base.label} {on}: {said} ({verdict.note})."
     if verdict.kind == "one round":
         return f"{row.label}: {verdict.text} against {base.label} {on} ({times}); rerun in full mode for a verdict."
     return f"{row.label}: no clear difference from {base.label} {on} ({times})."
@@ -66,10 +67,11 @@ def _other_sizes(spec: dict | None) -> dict[str, str]:
 
 
 def explanation(result: Comparison, extra: dict | None = None) -> list[str]:
-    """The ``utils/why`` sentences for this outcome on this kind of device, filled in."""
+    """The ``utils/why`` sentences for this outcome on this kind of device, filled in, then why
+    a GPU time may exceed its wall time, where one does."""
     kind = time_verdict(result, result.featured()).kind
     return filled(result.why_key, "gpu" if result.on_gpu else "cpu", kind, fields(result, extra),
-                  f"{result.tip} '{result.title}'")
+                  f"{result.tip} '{result.title}'") + [line for line in [gpu_above_wall(result)] if line]
 
 
 def filled(key: str, device_kind: str, outcome: str, values: dict[str, str], what: str) -> list[str]:
@@ -104,10 +106,10 @@ def claim_lines(result: Comparison) -> list[str]:
     except (OSError, ValueError):  # an unreadable ledger must not stop a notebook; tests check it
         return lines
     for claim in ledger:
-        found = claims.find_row(claim, [result])
-        if found:
-            factor, verdict, reason = claims.judge(claim, *found)
-            measured = "no new memory" if factor == math.inf else format_ratio(factor) if factor is not None else "-"
+        assessed = claims.assess(claim, [result], ledger)
+        if assessed:
+            _, factor, verdict, reason = assessed
+            measured = "no new memory" if factor == math.inf else ratio_words(factor) if factor is not None else "-"
             condition = f" ({claim.condition})" if claim.condition else ""
             lines.append(f"{source_name(claim.source).capitalize()} reports {claim.claimed()}{condition}; "
                          f"here: {measured}, {verdict}{f' ({reason})' if reason else ''}.")
@@ -263,7 +265,8 @@ class Result(Comparison):
     def to_html(self, stored: bool = False) -> str:
         """The card. ``stored``: a reference run's comparison, shown with its numbers only (no
         explanation: older runs recorded no facts; no references: it is one)."""
-        lines = [] if stored else self.explanation() + reference_lines(self.demo, self.featured().label)
+        lines = ([gpu_above_wall(self)] if stored
+                 else self.explanation() + reference_lines(self.demo, self.featured().label))
         return card_html(f"{self.tip} · {self.title}", self.headline(), lines,
                          html_table(table_rows(self, compact=True)), details=self.details(not stored))
 
@@ -288,7 +291,8 @@ class SweepResult(Sweep):
     def headline(self) -> str:
         first = self.comparisons[0]
         base, row = first.baseline.label, first.featured().label
-        ratios = ", ".join(f"{format_ratio(c.speedup(c.featured()))} at {v}" for v, c in zip(self.values, self.comparisons))
+        ratios = ", ".join(f"{ratio_words(c.speedup(c.featured()))} at {v}"
+                           for v, c in zip(self.values, self.comparisons))
         return f"{row} against {base} on {first.device_name}, by {self.over}: {ratios}."
 
     def table_rows(self) -> list[dict[str, str]]:

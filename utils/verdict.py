@@ -1,20 +1,27 @@
 """The one place where a measurement becomes words: every comparison's verdict comes from here.
 
-A verdict is generated from the numbers, never typed into a notebook. Rules:
+A verdict is generated from the numbers, never typed into a notebook. Each variant is judged
+against the baseline (or the row given as its ``against``), on its own numbers:
 
-- **Launch-bound (CUDA).** A GPU comparison whose slowest variant keeps the GPU busy (profiler
-  kernel time) for less than half of its wall time, or does less than ``LAUNCH_BOUND_S`` of GPU
-  work per call at all, measures Python and kernel launches, not the tip: it gets no speed
-  verdict. Comparisons whose tip *is* the host-side overhead (sync points, batch size, pageable
-  copies) pass ``about_overhead=True`` and are only held to the absolute minimum.
+- **Host-bound (CUDA).** A row whose GPU is busy (profiler kernel time) for less than half of
+  its wall time is paced by Python and kernel launches, not by its GPU work. When both rows of a
+  pair are host-bound, or both do less than ``LAUNCH_BOUND_S`` of GPU work per call, the pair
+  measures launches: **launch-bound**, no speed verdict. A host-bound variant beside a busy
+  baseline is labelled host-bound, with its wall-clock and its GPU-time change side by side,
+  unless it is faster by less than its GPU gain: then it is **at least** that fast. Comparisons
+  whose tip *is* the host-side overhead (sync points, batch size, pageable copies) pass
+  ``about_overhead=True``: only the floor on GPU work applies to them.
 - **Faster / slower** needs two things: the middle halves of the two sets of runs do not
   overlap (the variant's 75th percentile is below the baseline's 25th, or the other way round),
   and the variant is on the same side of the baseline in every interleaved round. A single
   round never earns a directional verdict.
-- Otherwise, or when the medians are under 1% apart: **no clear difference**.
+- Otherwise, or when the medians are under 1% apart: **no clear difference**, never "1.00x".
+- Where a host-bound row's GPU time differs from the other row's, the verdict says both.
+- A row with more GPU time than wall time gets a sentence that says why (``gpu_above_wall``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .comparison import Comparison, Timing
@@ -33,7 +40,7 @@ SAME_TIME = 0.01          # medians within 1%: no difference worth a ratio, howe
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str   # "baseline", "faster", "slower", "no clear difference", "launch-bound", "one round"
+    kind: str   # "baseline", "faster", "slower", "no clear difference", "launch-bound" (or host-bound), "one round"
     text: str   # a short phrase for the table
     note: str = ""  # caveats (noise, launch-bound variant)
 
@@ -41,20 +48,56 @@ class Verdict:
         return self.text + (f" ({self.note})" if self.note else "")
 
 
-def launch_bound_reason(result: Comparison) -> str | None:
-    """Why a CUDA comparison measures launches rather than GPU work, or None if it does not."""
-    if not result.device.startswith("cuda"):
+def ratio_words(ratio: float) -> str:
+    """A ratio for a sentence: "no clear difference" when it is under ``SAME_TIME`` from 1."""
+    return "no clear difference" if abs(ratio - 1) < SAME_TIME else format_ratio(ratio)
+
+
+def _gpu_timed(result: Comparison, row: Timing) -> bool:
+    return result.device.startswith("cuda") and row.device_s is not None
+
+
+def host_bound_reason(result: Comparison, row: Timing) -> str | None:
+    """Why a row's wall time is set by the host (Python, kernel launches) rather than its GPU
+    work, or None: off CUDA, unprofiled, or the GPU busy for at least half of it."""
+    if not _gpu_timed(result, row) or row.device_s >= BUSY_FRACTION * row.median:
         return None
-    slowest = max(result.rows, key=lambda r: r.median)
-    if slowest.device_s is None:
+    return f"the GPU is busy for {row.device_s / row.median:.0%} of its {_s(row.median)}"
+
+
+def launch_bound_reason(result: Comparison, row: Timing | None = None) -> str | None:
+    """Why a CUDA comparison measures launches rather than GPU work, or None. With ``row``: that
+    variant against the baseline; without: every row (the comparison as a whole)."""
+    rows = result.rows if row is None else [result.baseline, row]
+    if not all(_gpu_timed(result, r) for r in rows):
         return None
-    if slowest.device_s < LAUNCH_BOUND_S:
-        return (f"the slowest variant does {_s(slowest.device_s)} of GPU work per call "
-                f"(under {_s(LAUNCH_BOUND_S)})")
-    if not result.about_overhead and slowest.device_s < BUSY_FRACTION * slowest.median:
-        return (f"the GPU is busy for {slowest.device_s / slowest.median:.0%} of the slowest variant's "
-                f"{_s(slowest.median)}")
-    return None
+    most = max(r.device_s for r in rows)
+    if most < LAUNCH_BOUND_S:
+        return f"every row does under {_s(LAUNCH_BOUND_S)} of GPU work per call ({_s(most)} at most)"
+    reasons = [host_bound_reason(result, r) for r in rows]
+    if result.about_overhead or not all(reasons):
+        return None
+    return "; ".join(f"{r.label}: {why}" for r, why in zip(rows, reasons))
+
+
+def gpu_change(result: Comparison, row: Timing) -> str:
+    """How the GPU work changed from the baseline to ``row`` ('GPU work fell 4.36x (5.14 ms → 1.18 ms)'),
+    or '' where either was not profiled."""
+    base = result.baseline
+    if not (_gpu_timed(result, base) and _gpu_timed(result, row)):
+        return ""
+    before, after = base.device_s, row.device_s
+    times = f"({_s(before)} → {_s(after)})"
+    if not (before and after):
+        return f"GPU work {'fell to none' if before else 'rose from none' if after else 'none'} {times}"
+    ratio = _gpu_ratio(base, row)
+    if abs(ratio - 1) < SAME_TIME:
+        return f"GPU work unchanged {times}"
+    return f"GPU work {'fell' if ratio > 1 else 'rose'} {format_ratio(max(ratio, 1 / ratio))} {times}"
+
+
+def _gpu_ratio(base: Timing, row: Timing) -> float:
+    return base.device_s / row.device_s if row.device_s else math.inf
 
 
 def time_verdict(result: Comparison, row: Timing) -> Verdict:
@@ -63,36 +106,71 @@ def time_verdict(result: Comparison, row: Timing) -> Verdict:
     base = result.baseline
     if row is base:
         return Verdict("baseline", "baseline")
-    reason = launch_bound_reason(result)
+    hosts = [r for r in (base, row) if host_bound_reason(result, r)]
+    gpu = gpu_change(result, row) if hosts else ""
+    reason = launch_bound_reason(result, row)
     if reason:
-        return Verdict("launch-bound", "launch-bound", f"{reason}: this measures Python and kernel launches")
+        return Verdict("launch-bound", "launch-bound",
+                       _join(f"{reason}: this measures Python and kernel launches", gpu))
+    wall = wall_verdict(base, row)
+    host = None if result.about_overhead or not _gpu_timed(result, base) else host_bound_reason(result, row)
+    if host and wall.kind == "faster" and _gpu_ratio(base, row) > base.median / row.median:
+        return Verdict("faster", f"at least {wall.text}",
+                       _join(wall.note, f"host-bound: {host}, so its GPU gain is larger; {gpu}"))
+    if host:  # the baseline keeps the GPU busy, this variant does not: both clocks, no speed verdict
+        return Verdict("launch-bound", f"host-bound: {_on_the_wall_clock(wall)}; {gpu}", _join(host, wall.note))
+    return Verdict(wall.kind, wall.text, _join(wall.note, gpu and f"{gpu}: {_whose(hosts, base)} host overhead"))
+
+
+def _whose(hosts: list[Timing], base: Timing) -> str:
+    if len(hosts) == 2:
+        return "both wall times include"
+    return f"the {'baseline' if hosts[0] is base else 'variant'}'s wall time includes"
+
+
+def _on_the_wall_clock(wall: Verdict) -> str:
+    if wall.kind in ("faster", "slower"):
+        return f"{wall.kind} on the wall clock ({wall.text.removeprefix('slower: ')})"
+    return f"{wall.text} on the wall clock"
+
+
+def wall_verdict(base: Timing, row: Timing) -> Verdict:
+    """The wall-clock verdict of ``row`` against ``base``, from their runs alone."""
     ratio = base.median / row.median
     notes = []
     if max(r.iqr / r.median for r in (base, row)) > NOISY_IQR:
         notes.append("noisy: an IQR above half its median, rerun before trusting it")
+    if abs(ratio - 1) < SAME_TIME:
+        return Verdict("no clear difference", "no clear difference", _join(f"under {SAME_TIME:.0%} apart", *notes))
     (base_q1, base_q3), (row_q1, row_q3) = base.quartiles(), row.quartiles()
     gap_clear = row_q3 < base_q1 or row_q1 > base_q3  # the IQR boxes do not overlap
     rounds = list(zip(base.round_medians, row.round_medians))
     same_side = bool(rounds) and len({b > r for b, r in rounds}) == 1
     if gap_clear and len(rounds) < 2:
         return Verdict("one round", f"{format_ratio(ratio)} in one round",
-                       "; ".join(["rerun in full mode for a verdict", *notes]))
-    if not (gap_clear and same_side) or abs(ratio - 1) < SAME_TIME:
-        why = ("the middle halves of the runs overlap" if not gap_clear else "the rounds disagree" if not same_side
-               else f"under {SAME_TIME:.0%} apart")
-        return Verdict("no clear difference", "no clear difference",
-                       "; ".join([f"{format_ratio(ratio)}, {why}", *notes]))
-    at_least = _host_bound_variant(result, row) and ratio > 1
+                       _join("rerun in full mode for a verdict", *notes))
+    if not (gap_clear and same_side):
+        why = "the middle halves of the runs overlap" if not gap_clear else "the rounds disagree"
+        return Verdict("no clear difference", "no clear difference", _join(f"{format_ratio(ratio)}, {why}", *notes))
     if ratio > 1:
-        if at_least:
-            notes.append("this variant's time is mostly launch overhead, so its GPU gain is larger")
-        return Verdict("faster", f"{'at least ' if at_least else ''}{format_ratio(ratio)} as fast", "; ".join(notes))
-    return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", "; ".join(notes))
+        return Verdict("faster", f"{format_ratio(ratio)} as fast", _join(*notes))
+    return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", _join(*notes))
 
 
-def _host_bound_variant(result: Comparison, row: Timing) -> bool:
-    return (result.device.startswith("cuda") and row.device_s is not None
-            and row.device_s < BUSY_FRACTION * row.median)
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def gpu_above_wall(result: Comparison) -> str:
+    """Why some rows show more GPU time than wall time ('' if none does): the profiler's figure
+    sums kernels and copies that may have run side by side, in calls apart from the timed ones."""
+    over = [r for r in result.rows if _gpu_timed(result, r) and r.device_s > (1 + SAME_TIME) * r.median]
+    if not over:
+        return ""
+    rows = "; ".join(f"{r.label}: {_s(r.device_s)} of GPU work in {_s(r.median)}" for r in over)
+    return (f"More GPU time than wall time ({rows}): the profiler sums every kernel and copy, so work that "
+            f"overlapped (a copy beside a kernel, two streams) counts twice, and it profiles separate calls, "
+            f"which can run slower under it.")
 
 
 def memory_verdict(result: Comparison, row: Timing) -> Verdict | None:
@@ -109,4 +187,3 @@ def memory_verdict(result: Comparison, row: Timing) -> Verdict | None:
     kind = "less memory" if share < 1 else "more memory"
     return Verdict(kind, f"{share:.0%} of the baseline's peak memory ({format_bytes(row.peak_bytes)} "
                          f"vs {format_bytes(base.peak_bytes)})")
-
