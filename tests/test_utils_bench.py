@@ -105,3 +105,92 @@ def test_cuda_timing_includes_the_kernel_not_just_the_launch(quick_bench):
     timing = bench.measure(lambda: x @ x, device="cuda")
     # 2*4096^3 FLOP: no GPU does that in under 10 µs, so an unsynchronized timer would be caught.
     assert timing.median > 1e-5
+
+
+@pytest.mark.parametrize("labels,device,devices,host,expected", [
+    (["a", "b"], "cuda", None, False, ("cuda", ["cuda", "cuda"])),
+    (["a", "b"], "cuda", {"a": "cpu"}, False, ("cuda", ["cpu", "cuda"])),       # a CPU baseline beside a GPU variant
+    (["a", "b"], "cpu", {"b": "cuda:1"}, False, ("cuda:1", ["cpu", "cuda:1"])),  # a GPU variant makes it the GPU's
+    (["a", "b"], "cuda", None, True, ("cpu", ["cpu", "cpu"])),                   # host=True: the CPU, whatever device says
+    (["a", "b"], "mps", {"a": "cpu"}, False, ("mps", ["cpu", "mps"])),
+])
+def test_placement_gives_a_comparison_with_a_gpu_variant_the_gpus_device(labels, device, devices, host, expected):
+    where, rows = bench.placement(labels, device, devices, host)
+    assert (str(where), [str(d) for d in rows]) == (expected[0], expected[1])
+
+
+def test_placement_refuses_a_host_comparison_on_a_gpu_and_unknown_labels():
+    with pytest.raises(ValueError, match="host=True"):
+        bench.placement(["a", "b"], "cpu", {"b": "cuda"}, host=True)
+    with pytest.raises(ValueError, match=r"names no variant: \['c'\]"):
+        bench.placement(["a", "b"], "cuda", {"c": "cpu"})
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A CUDA device as bench sees it, on a machine without one: the variants still run on the CPU,
+    the profiler's GPU time and the device's name are made up (2 ms of kernels a call)."""
+    monkeypatch.setattr(bench, "_on_device", lambda device: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(bench, "gpu_seconds_per_call",
+                        lambda fn, device, calls=3: 2e-3 if torch.device(device).type == "cuda" else None)
+    monkeypatch.setattr(bench, "device_name",
+                        lambda device: "Fake GPU" if torch.device(device).type == "cuda" else "Fake CPU")
+
+
+def test_a_cpu_baseline_beside_a_gpu_variant_is_recorded_per_variant(quick_bench, records_file, fake_gpu):
+    """The H100 run recorded T081's nvJPEG decode and T105's GPU serving as 'cpu' (host=True around
+    GPU work), so their captions said CPU and claim C074 was 'about GPUs' and unmeasurable."""
+    result = bench.compare("T105", ("CPU, all threads", big), ("GPU", small), title="serve", device="cuda",
+                           devices={"CPU, all threads": "cpu"}, memory=True)
+    assert (result.device, result.device_name, result.on_gpu) == ("cuda", "Fake GPU", True)
+    cpu_row, gpu_row = result.rows
+    assert cpu_row.device_s is None and gpu_row.device_s == 2e-3   # no GPU time for a row that ran on the CPU
+    assert cpu_row.peak_bytes is None and gpu_row.peak_bytes is None  # peaks on two devices are not comparable
+    assert [row[bench.RUNS_ON] for row in result.table_rows(compact=True)] == ["cpu", "cuda"]
+    assert "Fake GPU" in result.caption()
+    written = records.load(records_file)
+    assert [(r.device, r.device_name) for r in written] == [("cuda", "Fake GPU")] * 2
+    assert [(r.runs_on, r.variant_device_name) for r in written] == [("cpu", "Fake CPU"), ("cuda", "Fake GPU")]
+    rebuilt = Result.from_records(written)
+    assert rebuilt.on_gpu and rebuilt.table_rows() == result.table_rows()
+
+
+def test_variants_on_one_device_record_it_and_get_no_device_column(quick_bench, records_file, fake_gpu):
+    result = bench.compare("T000", ("a", small), ("b", small), title="same device", device="cuda", memory=False)
+    assert all(bench.RUNS_ON not in row for row in result.table_rows())
+    assert [row.device_s for row in result.rows] == [2e-3, 2e-3]
+    assert [(r.device, r.runs_on) for r in records.load(records_file)] == [("cuda", "cuda")] * 2
+    host = bench.compare("T000", ("a", small), ("b", small), title="host side", device="cuda", host=True, memory=False)
+    assert host.device == "cpu" and [row.device_s for row in host.rows] == [None, None]
+
+
+def test_a_sweep_with_a_gpu_variant_is_the_gpus(quick_bench, fake_gpu):
+    swept = bench.sweep("T000", "n", [1, 2], lambda n: [("CPU", small), ("GPU", small)], title="sweep",
+                        devices={"CPU": "cpu", "GPU": "cuda"}, needs="cuda", record=False)
+    assert [c.device for c in swept.comparisons] == ["cuda", "cuda"]
+
+
+def test_gpu_time_counts_kernels_copies_and_memsets_not_the_gpu_lanes_copies_of_labels():
+    """On a GPU the profiler also puts each record_function label and ProfilerStep#N on the GPU's
+    lane, spanning the kernels launched inside it: adding those up counted a labelled step twice."""
+    from utils import trace
+
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+
+    class Event:   # the methods of an event of prof.profiler.kineto_results.events() that bench reads
+        def __init__(self, name, activity, annotation=False, device=cuda):
+            self._values = {"name": name, "activity_type": activity, "is_user_annotation": annotation,
+                            "device_type": device}
+
+        def __getattr__(self, method):
+            return lambda: self._values[method]
+
+    work = [Event("void cudnn::conv_kernel", "kernel"), Event("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy"),
+            Event("Memset (Device)", "gpu_memset")]
+    not_work = [Event("model: forward + loss", "gpu_user_annotation", True), Event("ProfilerStep#3", "gpu_user_annotation", True),
+                Event("Stream Sync", "cuda_sync"), Event("[memory]", "cpu_instant_event"),
+                Event("aten::conv2d", "cpu_op", device=cpu)]
+    assert [trace.kineto_gpu_work(e) for e in work + not_work] == [True] * 3 + [False] * 5
+    # a release without activity types: the name and the annotation flag decide
+    assert trace.is_gpu_work("kernel") and not trace.is_gpu_work("[memory]")
+    assert not trace.is_gpu_work("a label", annotation=True)

@@ -46,3 +46,23 @@ def test_unknown_fields_are_ignored_for_forward_compatibility(tmp_path):
     path.write_text('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", '
                     '"device": "cpu", "device_name": "CPU", "added_later": 1}\n')
     assert records.load(path)[0].tip == "T1"
+
+
+def test_a_record_from_before_per_variant_devices_runs_on_its_comparisons_device(tmp_path):
+    """Records written before ``variant_device`` existed (every reference run so far) still load,
+    and each variant ran on the comparison's device."""
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"comparison": "c", "tip": "T105", "title": "t", "variant": "GPU", "role": "variant", '
+                    '"device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3", "median_s": 0.0015}\n')
+    old = records.load(path)[0]
+    assert (old.variant_device, old.variant_device_name, old.runs_on) == ("", "", "cuda:0")
+
+
+def test_each_variant_keeps_its_own_device_through_a_file(tmp_path):
+    path = tmp_path / "m.jsonl"
+    records.append([make(device="cuda:0", device_name="GPU", variant_device="cpu", variant_device_name="CPU (x86_64)"),
+                    make(device="cuda:0", device_name="GPU", variant="w", role="variant", variant_device="cuda:0",
+                         variant_device_name="GPU")], path)
+    cpu_row, gpu_row = records.load(path)
+    assert (cpu_row.device, cpu_row.runs_on, cpu_row.variant_device_name) == ("cuda:0", "cpu", "CPU (x86_64)")
+    assert gpu_row.runs_on == "cuda:0"

@@ -108,7 +108,8 @@ def _on_device(device: torch.device):
 
 def gpu_seconds_per_call(fn: Callable[[], object], device: torch.device, calls: int = PROFILED_CALLS) -> float | None:
     """GPU kernel time (kernels, copies, memsets) per call from ``torch.profiler``; None off CUDA
-    or when the profiler cannot see the GPU (no CUPTI)."""
+    or when the profiler cannot see the GPU (no CUPTI). The GPU lane's copies of ``record_function``
+    labels are not work: counting them counted a labelled step's kernels twice."""
     if device.type != "cuda":
         return None
     from torch.profiler import ProfilerActivity, profile
@@ -121,8 +122,7 @@ def gpu_seconds_per_call(fn: Callable[[], object], device: torch.device, calls: 
                 fn()
             torch.cuda.synchronize(device)
         events = list(prof.profiler.kineto_results.events())
-    device_ns = [e.end_ns() - e.start_ns() for e in events
-                 if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]
+    device_ns = [e.end_ns() - e.start_ns() for e in events if trace.kineto_gpu_work(e)]
     return sum(device_ns) / 1e9 / calls if device_ns else None
 
 
@@ -142,11 +142,45 @@ def measure(fn: Callable[[], object], label: str = "fn", *, device: torch.device
     return _measure_interleaved([(label, fn, {})], torch.device(device), memory)[0]
 
 
-def _measure_interleaved(variants, device: torch.device, memory: bool) -> list[Timing]:
+RUNS_ON = "runs on"  # the table column of a comparison whose variants run on different devices
+
+
+def placement(labels: list[str], device: torch.device | str = "cpu", devices: dict | None = None,
+              host: bool = False) -> tuple[torch.device, list[torch.device]]:
+    """The comparison's device and each variant's. ``devices`` maps a label to the device that
+    variant runs on (the others run on ``device``); ``host=True`` puts every variant on the CPU. A
+    comparison with a variant on a GPU is that GPU's comparison, whatever ``device`` says: its
+    record, caption and claims are about the GPU, and each record keeps its variant's own device."""
+    devices = dict(devices or {})
+    unknown = sorted(set(devices) - set(labels))
+    if unknown:
+        raise ValueError(f"devices names no variant: {unknown}; the variants are {labels}")
+    if host:
+        elsewhere = {label: str(d) for label, d in devices.items() if torch.device(d).type != "cpu"}
+        if elsewhere:
+            raise ValueError(f"host=True runs every variant on the CPU, but devices puts {elsewhere} elsewhere: "
+                             "drop host=True and pass device= (or devices=) instead")
+        device = "cpu"
+    device = torch.device(device)
+    rows = [torch.device(devices.get(label, device)) for label in labels]
+    if device.type == "cpu":
+        device = next((d for d in rows if d.type != "cpu"), device)
+    return device, rows
+
+
+def _measure_interleaved(variants, device: torch.device, memory: bool,
+                         row_devices: list[torch.device] | None = None) -> list[Timing]:
+    """Time the variants in interleaved rounds. ``row_devices``: each variant's device (default:
+    ``device`` for all); a variant on the CPU gets no GPU time, and when the variants run on
+    different devices their peak memory is not measured (a CUDA allocator's peak and a CPU's are
+    not the same quantity) and each row says where it ran."""
     from torch.utils import benchmark
 
+    row_devices = row_devices or [device] * len(variants)
+    mixed = len(set(row_devices)) > 1
+    memory = memory and not mixed
     with _on_device(device):
-        timers = [_timer(fn, label, device) for label, fn, _ in variants]
+        timers = [_timer(fn, label, on) for (label, fn, _), on in zip(variants, row_devices)]
         for _, fn, _ in variants:  # warm-up: first calls pay for lazy init, caches, autotuning
             fn()
         budget = _settings["min_run_time"]
@@ -156,16 +190,17 @@ def _measure_interleaved(variants, device: torch.device, memory: bool) -> list[T
             for i, timer in enumerate(timers):
                 rounds[i].append(_run_round(timer, numbers[i], budget))
         timings = []
-        gpu_seconds = [gpu_seconds_per_call(fn, device) for _, fn, _ in variants]
+        gpu_seconds = [gpu_seconds_per_call(fn, on) for (_, fn, _), on in zip(variants, row_devices)]
         if any(s is not None for s in gpu_seconds):  # the profiler sees the GPU: no kernel means none ran
-            gpu_seconds = [s or 0.0 for s in gpu_seconds]
-        for (label, fn, extra), measured, gpu_s in zip(variants, rounds, gpu_seconds):
+            gpu_seconds = [(s or 0.0) if on.type == "cuda" else None for s, on in zip(gpu_seconds, row_devices)]
+        for (label, fn, extra), measured, gpu_s, on in zip(variants, rounds, gpu_seconds, row_devices):
             m = benchmark.Measurement.merge([block for one_round in measured for block in one_round])[0]
             q1, q3 = torch.tensor(m.times, dtype=torch.float64).quantile(
                 torch.tensor([0.25, 0.75], dtype=torch.float64)).tolist()  # as Timer computes its IQR
             per_round = [benchmark.Measurement.merge(one_round)[0].median for one_round in measured]
-            peak, method = peak_memory(fn, device) if memory else (None, None)
-            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, dict(extra), per_round, gpu_s,
+            peak, method = peak_memory(fn, on) if memory else (None, None)
+            extra = {RUNS_ON: str(on), **extra} if mixed else dict(extra)
+            timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, extra, per_round, gpu_s,
                                   q1, q3))
     return timings
 
@@ -183,7 +218,8 @@ def _normalize(variant) -> tuple[str, Callable[[], object], dict]:
 def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None = None,
             device: torch.device | str = "cpu", memory: bool = True, record: bool = True,
             about_overhead: bool = False, host: bool = False, why: str = "", headline: str = "",
-            facts: dict | None = None, needs: str | None = None, rate: tuple | None = None) -> Result | Unmeasured:
+            facts: dict | None = None, needs: str | None = None, rate: tuple | None = None,
+            devices: dict | None = None) -> Result | Unmeasured:
     """Measure a baseline and the tip's variant(s) side by side; record and return the result.
 
     Each of ``baseline`` and ``variants`` is ``(label, fn)`` or ``(label, fn, extra)`` where
@@ -192,6 +228,10 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     reference run is shown only if it used the sizes this notebook picks for its device).
     ``about_overhead=True`` marks a tip whose point is host-side overhead (sync points, launches).
     ``host=True`` marks a host-side comparison (it runs on the CPU whatever the notebook's device).
+    ``devices`` maps a variant's label to the device it runs on when that is not ``device`` (a CPU
+    baseline beside GPU variants: ``devices={"CPU, all threads": "cpu"}``). A comparison with a
+    variant on a GPU is recorded as that GPU's; each record also keeps its variant's own device.
+    Variants on different devices get a "runs on" column, no GPU time on the CPU, and no peak memory.
     ``why`` names the comparison's explanations in ``utils/why`` (default: the tip), ``headline``
     the variant the card's headline is about (default: the first after the baseline), and
     ``facts`` further figures those explanations may quote. ``rate=(unit, work)`` adds each variant's
@@ -212,19 +252,22 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
         raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
     if headline and headline not in labels[1:]:
         raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
-    device = torch.device("cpu") if host else torch.device(device)
+    device, row_devices = placement(labels, device, devices, host)
     if needs is not None and not _satisfies(device, needs):
         demo = Demo(tip, title or tip, labels, dict(sizes or {}), getattr(sizes, "spec", None))
         return Unmeasured(demo, device_name(device), _kind(device), needs, why, dict(facts or {}), headline or labels[1])
     result = Result(tip, title or tip, str(device), device_name(device), dict(sizes or {}),
-                    _measure_interleaved(parsed, device, memory), about_overhead=about_overhead, host=host,
+                    _measure_interleaved(parsed, device, memory, row_devices), about_overhead=about_overhead, host=host,
                     sizes_spec=getattr(sizes, "spec", None), quick=is_quick(),
                     notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=why, headline_variant=headline,
                     torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()})
     if rate is not None:
         _add_rate(result, *rate)
     if record:
-        records.append(result.to_records({row.label: result.verdict(row).kind for row in result.rows}))
+        written = result.to_records({row.label: result.verdict(row).kind for row in result.rows})
+        for entry, on in zip(written, row_devices):   # to_records writes the rows in order
+            entry.variant_device, entry.variant_device_name = str(on), device_name(on)
+        records.append(written)
     return result
 
 
@@ -259,7 +302,8 @@ def sweep(tip: str, over: str, values, variants: Callable[[object], list], *, ti
         raise ValueError(f"a sweep needs at least two values of {over!r}, got {values!r}")
     if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not callable(rate[1])):
         raise TypeError(f"rate must be (unit, work), e.g. ('GB/s', lambda n: 4 * n / 1e9); got {rate!r}")
-    device = torch.device(device)
+    named = options.get("devices") or {}   # a sweep whose variants put one on a GPU is that GPU's
+    device = placement(list(named), device, named, options.get("host", False))[0]
     if needs is not None and not _satisfies(device, needs):
         demo = Demo(tip, title, [], {**dict(sizes or {}), over: values})
         return Unmeasured(demo, device_name(device), _kind(device), needs, options.get("why", ""),

@@ -1,8 +1,10 @@
 """Measurement records: one JSON object per line, appended to ``build/measurements.jsonl``.
 
 The file is the hand-off between the notebooks and the report: every measured comparison
-appends one record per variant. ``COURSE_RECORDS`` overrides the path; set it to an empty
-string to switch recording off (the grader does, so students cannot write there).
+appends one record per variant. ``device`` is the comparison's device: a GPU when any of its
+variants ran on one. ``variant_device`` is where each variant ran (``bench.compare`` writes it;
+older records lack it, and then it is ``device``). ``COURSE_RECORDS`` overrides the path; set it
+to an empty string to switch recording off (the grader does, so students cannot write there).
 """
 from __future__ import annotations
 
@@ -47,6 +49,14 @@ class Record:
     why: str = ""                         # the key of the comparison's explanations (utils/why/), "" = its tip
     headline_variant: str = ""            # the variant its headline is about, "" = the first after the baseline
     facts: dict = field(default_factory=dict)  # further figures its explanations quote, as text
+    variant_device: str = ""              # where this variant ran ("cpu" beside GPU variants); "" = ``device``
+    variant_device_name: str = ""         # that device in words; "" = ``device_name``
+
+    @property
+    def runs_on(self) -> str:
+        """The device this variant ran on: its own, or (records from before per-variant devices,
+        and comparisons made by hand) the comparison's."""
+        return self.variant_device or self.device
 
 
 def records_path() -> Path | None:

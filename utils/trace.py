@@ -19,6 +19,29 @@ from .device import synchronize
 WAITS = {"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::equal",
          "cudaStreamSynchronize", "cudaDeviceSynchronize"}
 MAX_NAMES = 6  # distinct CPU span names kept; the rest become "other torch ops"
+# Besides kernels, copies and memsets, the profiler's GPU lane carries a copy of every
+# record_function label and ProfilerStep#N ("gpu_user_annotation", spanning the kernels launched
+# inside them), stream and event syncs ("cuda_sync": waiting) and "[memory]" records: none is work.
+NOT_GPU_WORK = {"gpu_user_annotation", "user_annotation", "cuda_sync", "cuda_profiler_range", "overhead",
+                "cpu_instant_event"}
+
+
+def is_gpu_work(name: str, activity: str = "", annotation: bool = False) -> bool:
+    """Whether a GPU-side profiler event is work (a kernel, a copy, a memset), from its name, its
+    activity type where the profiler gives one, and whether it is a label's annotation."""
+    return name != "[memory]" and not annotation and activity not in NOT_GPU_WORK
+
+
+def kineto_gpu_work(event) -> bool:
+    """``is_gpu_work`` for an event of ``prof.profiler.kineto_results.events()``."""
+    return (event.device_type() == torch.autograd.DeviceType.CUDA
+            and is_gpu_work(event.name(), str(_called(event, "activity_type") or ""),
+                            bool(_called(event, "is_user_annotation"))))
+
+
+def _called(event, method: str):
+    found = getattr(event, method, None)    # older torch releases lack some of these
+    return found() if callable(found) else None
 
 
 def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Span]:
@@ -34,7 +57,7 @@ def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Sp
                 synchronize(device)
         events = list(prof.profiler.kineto_results.events())
     cpu = _outermost([e for e in events if e.device_type() == torch.autograd.DeviceType.CPU])
-    gpu = [e for e in events if e.device_type() == torch.autograd.DeviceType.CUDA and e.name() != "[memory]"]
+    gpu = [e for e in events if kineto_gpu_work(e)]
     if not cpu and not gpu:
         return []
     start = min(e.start_ns() for e in cpu + gpu)
