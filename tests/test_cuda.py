@@ -122,3 +122,61 @@ def test_a_notebook_run_on_cuda_records_gpu_measurements_and_the_gpu_only_tips(t
     run = run_one(source, tmp_path, quick=True, device="cuda")
     assert run.ok, run.error
     assert check_records([source], records, "cuda") == []
+
+
+def test_a_cpu_row_beside_gpu_rows_is_recorded_on_the_gpu_with_its_own_device(quick_bench, x, records_file):
+    """T105's card: the GPU's rows and this machine's CPU measured side by side (issue 19)."""
+    from utils import records
+
+    host = torch.rand(1024, 1024)
+    result = bench.compare("T105", ("GPU", lambda: x @ x), ("CPU", lambda: host @ host), title="mixed", device="cuda",
+                           devices={"CPU": "cpu"}, memory=False)
+    assert result.device.startswith("cuda") and result.on_gpu
+    assert result.rows[0].device_s > 0 and result.rows[1].device_s is None
+    assert [r.runs_on.split(":")[0] for r in records.load(records_file)] == ["cuda", "cpu"]
+
+
+def test_a_labelled_steps_gpu_time_counts_its_kernels_once(quick_bench, x):
+    """The GPU lane's copy of a record_function label spans the kernels inside it: summing every
+    GPU-side event counted a labelled step's kernels twice."""
+    from torch.profiler import record_function
+
+    def labelled():
+        with record_function("outer"):
+            with record_function("inner"):
+                x @ x
+
+    plain = bench.gpu_seconds_per_call(lambda: x @ x, torch.device("cuda"))
+    assert 0.8 < bench.gpu_seconds_per_call(labelled, torch.device("cuda")) / plain < 1.25
+
+
+def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
+    """09's readers on a real CUDA profile: the step's GPU time holds the backward kernels, and the
+    data pipeline's operators are traced to Python lines (the H100 run showed only "no frame")."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from utils import profiling
+
+    model = profiling.small_cnn(64, "cuda")
+    data = profiling.PerSampleImages(*profiling.random_images(64))
+    images = torch.stack([data[i][0] for i in range(64)]).cuda()
+
+    def step():
+        with record_function("data: next(loader)"):
+            torch.stack([data[i][0] for i in range(8)])
+        with record_function("model: forward + loss"):
+            loss = model(images).sum()
+        with record_function("model: backward"):
+            loss.backward()
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
+        step()
+        torch.cuda.synchronize()
+    times = profiling.phase_times(prof, ["model: forward + loss", "model: backward"], 1, "cuda")["GPU kernel time"]
+    assert times["model: backward"] > 0.5 * times["model: forward + loss"] > 0
+    assert times[profiling.STEP] >= times["model: forward + loss"] + times["model: backward"] - 1e-6
+    frames = profiling.PythonFrames(prof)
+    callers = {profiling.python_caller(e, frames) for e in profiling.ops_inside(prof, "data: next(loader)")}
+    assert any(c.endswith("augment_one") for c in callers), callers

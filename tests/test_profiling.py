@@ -140,3 +140,77 @@ def test_the_executed_notebook_shows_both_phase_charts(quick_runs):
     html = [output["data"]["text/html"] for cell in executed.cells if cell.cell_type == "code"
             for output in cell.get("outputs", []) if "text/html" in output.get("data", {})]
     assert sum(text.count('<img data-plot="phases"') for text in html) == 2
+
+
+def _event(name, start, end, device=profiling.CPU, kernels=(), annotation=False, activity=""):
+    from types import SimpleNamespace
+
+    from torch.autograd.profiler_util import Interval, Kernel
+
+    return SimpleNamespace(name=name, time_range=Interval(start, end), device_type=device, is_user_annotation=annotation,
+                           activity_type=activity, kernels=[Kernel(f"k{i}", 0, d) for i, d in enumerate(kernels)])
+
+
+class _RecordedGpuProfile:
+    """A finished CUDA profile of one training step, as ``prof.events()`` and ``prof.key_averages()``
+    give it (times in µs): the shape the H100 run profiled, on a machine without a GPU."""
+
+    def __init__(self):
+        from types import SimpleNamespace
+
+        cuda = torch.autograd.DeviceType.CUDA
+        self._events = [
+            _event("ProfilerStep#1", 0, 1000),
+            _event("model: forward + loss", 100, 400), _event("aten::conv2d", 120, 200, kernels=[50]),
+            _event("model: backward", 400, 600),
+            _event("aten::convolution_backward", 450, 550, kernels=[80, 20]),  # autograd's thread: not the label's child
+            _event("model: optimizer step", 600, 700), _event("aten::_foreach_add_", 610, 650, kernels=[10]),
+            _event("aten::copy_", 800, 820, kernels=[5]),                     # outside every label
+            *[_event(f"kernel {d}", 0, d, device=cuda) for d in (50, 80, 20, 10)],
+            _event("Memcpy HtoD", 0, 5, device=cuda, activity="gpu_memcpy"),
+            _event("model: forward + loss", 100, 500, device=cuda, annotation=True, activity="gpu_user_annotation"),
+            _event("ProfilerStep#1", 100, 1100, device=cuda, annotation=True, activity="gpu_user_annotation"),
+            _event("[memory]", 0, 0, device=cuda),
+        ]
+        self._averages = [SimpleNamespace(key=key, device_type=profiling.CPU, cpu_time_total=t)
+                          for key, t in (("ProfilerStep*", 1000), ("model: forward + loss", 300),
+                                         ("model: backward", 200), ("model: optimizer step", 100))]
+
+    def events(self):
+        return self._events
+
+    def key_averages(self):
+        return self._averages
+
+
+def test_a_steps_gpu_time_counts_every_kernel_and_no_label_twice():
+    """The H100 run said 'The GPU ran kernels for 1.84 ms per step' from the labels alone (the
+    backward kernels, launched from autograd's thread, belong to no label), and 1.84 ms before,
+    1.64 ms after under a card whose GPU time rose from 6.40 to 8.61 ms."""
+    prof = _RecordedGpuProfile()
+    assert profiling.gpu_ms_per_step(prof, 1) == pytest.approx(0.165)   # 50 + 80 + 20 + 10 µs kernels, a 5 µs copy
+    assert profiling.gpu_ms_per_step(prof, 2) == pytest.approx(0.0825)
+    times = profiling.phase_times(prof, ["model: forward + loss", "model: backward", "model: optimizer step"], 1, "cuda")
+    assert times["GPU kernel time"] == pytest.approx({"model: forward + loss": 0.05, "model: backward": 0.1,
+                                                      "model: optimizer step": 0.01, profiling.STEP: 0.165})
+    assert times["CPU time"][profiling.STEP] == 1.0
+    assert sum(times["GPU kernel time"].values()) - times["GPU kernel time"][profiling.STEP] <= 0.165
+
+
+def test_python_caller_finds_the_line_by_time_when_the_event_tree_has_no_frames():
+    """On the H100 (torch 2.11, CUDA activity) every operator read "(no Python frame recorded)": no
+    frame among its parents and an empty ``stack``. The frames recorded beside it, running while
+    it ran, still name the line; here the tree is cut by hand, on a CPU profile."""
+    from types import SimpleNamespace
+
+    prof = _profiled_steps(1)
+    frames = profiling.PythonFrames(prof)
+    ops = profiling.ops_inside(prof, "data: next(loader)")
+    assert frames.frames and ops
+    cut = [SimpleNamespace(name=e.name, cpu_parent=None, stack=[], thread=e.thread, time_range=e.time_range) for e in ops]
+    assert {profiling.python_caller(e) for e in cut} == {profiling.NO_FRAME}
+    by_time = [profiling.python_caller(e, frames) for e in cut]
+    assert by_time == [profiling.python_caller(e) for e in ops]       # the same lines the event tree gives
+    assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in by_time), set(by_time)
+    elsewhere = [SimpleNamespace(**{**vars(e), "thread": -7}) for e in cut]   # frames recorded under another thread id
+    assert [profiling.python_caller(e, frames) for e in elsewhere] == by_time

@@ -17,6 +17,7 @@ the operators called inside a label, the Python line behind an operator, cProfil
 """
 from __future__ import annotations
 
+import bisect
 import pstats
 import re
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
 
+from .trace import is_gpu_work
 from .units import format_seconds
 
 SIZE = 32            # output images are SIZE x SIZE
@@ -192,16 +194,27 @@ def _device_ms_inside(prof, windows: list) -> float:
                and any(a <= e.time_range.start <= b for a, b in spans) for kernel in e.kernels) / 1e3
 
 
+def gpu_ms_per_step(prof, steps: int) -> float:
+    """GPU time per step (ms) of a finished profile: every kernel, copy and memset it recorded,
+    whichever thread launched it (the backward pass's come from autograd's own), divided by
+    ``steps``. Not the GPU lane's copies of the labels and of ``ProfilerStep#N``, which span the
+    kernels launched inside them: adding those up would count the kernels again."""
+    return sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type != CPU
+               and is_gpu_work(e.name, str(getattr(e, "activity_type", "") or ""),
+                               bool(getattr(e, "is_user_annotation", False)))) / 1e3 / steps
+
+
 def phase_times(prof, names, steps: int, device: torch.device | str = "cpu") -> dict[str, dict[str, float]]:
     """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU kernel time
-    launched inside it ("GPU kernel time"), plus the whole step (``STEP``) as the last entry."""
+    launched inside it ("GPU kernel time"), plus the whole step (``STEP``) as the last entry: its
+    CPU time is the ``ProfilerStep*`` row's, its GPU time every kernel the profile recorded."""
     keys = {**{n: n for n in names}, STEP: PROFILER_STEP}
     totals = {e.key: e.cpu_time_total for e in prof.key_averages() if e.device_type == CPU}
     columns = {"CPU time": {n: totals.get(key, 0.0) / 1e3 / steps for n, key in keys.items()}}
     if torch.device(device).type == "cuda":
-        windows = {n: [e for e in prof.events() if e.device_type == CPU
-                       and (e.name == n or (n == STEP and e.name.startswith("ProfilerStep#")))] for n in keys}
-        columns["GPU kernel time"] = {n: _device_ms_inside(prof, windows[n]) / steps for n in keys}
+        windows = {n: label_events(prof, n) for n in names}
+        columns["GPU kernel time"] = {**{n: _device_ms_inside(prof, windows[n]) / steps for n in names},
+                                      STEP: gpu_ms_per_step(prof, steps)}
     return columns
 
 
@@ -233,16 +246,49 @@ def _own_frame(text: str) -> str | None:
     return None
 
 
-def python_caller(event) -> str:
+NO_FRAME = "(no Python frame recorded)"
+
+
+class PythonFrames:
+    """The Python frames of a profile made with ``with_stack=True`` (events named
+    ``file.py(line): function``), indexed by start time: ``python_caller``'s last resort."""
+
+    def __init__(self, prof):
+        self.frames = sorted((e for e in prof.events() if e.device_type == CPU and FRAME.match(e.name)),
+                             key=lambda e: e.time_range.start)
+        self.starts = [f.time_range.start for f in self.frames]
+        self.threads = {f.thread for f in self.frames}
+
+    def around(self, event) -> str | None:
+        """The innermost frame outside torch whose time range holds the operator's: on the
+        operator's thread where the profile has frames on it (one thread's events nest in time),
+        else on any thread."""
+        start, end = event.time_range.start, event.time_range.end
+        same_thread = event.thread in self.threads
+        for index in range(bisect.bisect_right(self.starts, start) - 1, -1, -1):
+            frame = self.frames[index]
+            if frame.time_range.end >= end and (frame.thread == event.thread or not same_thread):
+                found = _own_frame(frame.name)
+                if found:
+                    return found
+        return None
+
+
+def python_caller(event, frames: PythonFrames | None = None) -> str:
     """The nearest Python frame above an operator that is not inside torch (``with_stack=True``):
-    from the frames the profiler records as parent events, else from the event's ``stack`` list."""
+    from the frames the profiler records as parent events, else from the event's ``stack`` list,
+    else (given ``PythonFrames(prof)``) from the frames that were running while the operator ran.
+
+    The last way reads time, not the event tree: on the H100 (torch 2.11, CUDA activity) no
+    operator had a frame among its parents or a ``stack``, and every line read "no Python frame"."""
     parent = event.cpu_parent
     while parent is not None:
         found = _own_frame(parent.name)
         if found:
             return found
         parent = parent.cpu_parent
-    return next((found for found in map(_own_frame, event.stack or []) if found), "(no Python frame recorded)")
+    found = next((found for found in map(_own_frame, event.stack or []) if found), None)
+    return found or (frames.around(event) if frames is not None else None) or NO_FRAME
 
 
 def grouped(times: dict[str, float]) -> dict[str, float]:
