@@ -194,3 +194,16 @@ def test_gpu_time_counts_kernels_copies_and_memsets_not_the_gpu_lanes_copies_of_
     # a release without activity types: the name and the annotation flag decide
     assert trace.is_gpu_work("kernel") and not trace.is_gpu_work("[memory]")
     assert not trace.is_gpu_work("a label", annotation=True)
+
+
+def test_long_calls_are_profiled_once_short_ones_several_times():
+    from torch.utils.benchmark import Measurement
+    from torch.utils.benchmark.utils.common import TaskSpec
+
+    def rounds(seconds):
+        block = Measurement(number_per_run=1, raw_times=[seconds], task_spec=TaskSpec(stmt="fn()", setup="pass"))
+        return [[block, block, block]]
+
+    assert bench._profiled_calls(rounds(0.5)) == 1                       # 0.5 s a call: once is plenty
+    assert bench._profiled_calls(rounds(bench.LONG_CALL_S)) == 1
+    assert bench._profiled_calls(rounds(1e-3)) == bench.PROFILED_CALLS   # short calls: launch jitter averages out

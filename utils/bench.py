@@ -42,6 +42,7 @@ FULL = {"min_run_time": 0.3, "rounds": 3, "quick": False}
 BLOCKS_PER_ROUND = 20
 MIN_BLOCK_S = 1e-3  # timer and sync overhead is a few µs: well under 1% of a block
 PROFILED_CALLS = 3  # calls profiled per variant on CUDA to read its GPU kernel time
+LONG_CALL_S = 10e-3  # a call this long is profiled once: profiling a thousand launches takes seconds
 _settings = dict(FULL)
 
 
@@ -190,7 +191,8 @@ def _measure_interleaved(variants, device: torch.device, memory: bool,
             for i, timer in enumerate(timers):
                 rounds[i].append(_run_round(timer, numbers[i], budget))
         timings = []
-        gpu_seconds = [gpu_seconds_per_call(fn, on) for (_, fn, _), on in zip(variants, row_devices)]
+        gpu_seconds = [gpu_seconds_per_call(fn, on, calls=_profiled_calls(measured))
+                       for (_, fn, _), measured, on in zip(variants, rounds, row_devices)]
         if any(s is not None for s in gpu_seconds):  # the profiler sees the GPU: no kernel means none ran
             gpu_seconds = [(s or 0.0) if on.type == "cuda" else None for s, on in zip(gpu_seconds, row_devices)]
         for (label, fn, extra), measured, gpu_s, on in zip(variants, rounds, gpu_seconds, row_devices):
@@ -203,6 +205,15 @@ def _measure_interleaved(variants, device: torch.device, memory: bool,
             timings.append(Timing(label, m.median, m.iqr, len(m.times), peak, method, extra, per_round, gpu_s,
                                   q1, q3))
     return timings
+
+
+def _profiled_calls(rounds: list[list[benchmark.Measurement]]) -> int:
+    """How many calls the profiler sees: one for a long call (its GPU time is far above any launch
+    jitter), PROFILED_CALLS otherwise."""
+    from torch.utils import benchmark
+
+    first = benchmark.Measurement.merge(rounds[0])[0].median
+    return 1 if first >= LONG_CALL_S else PROFILED_CALLS
 
 
 def _normalize(variant) -> tuple[str, Callable[[], object], dict]:
