@@ -36,7 +36,7 @@ def lookup(namespace, name, kind=None):
 
 
 _TorchFunctionMode = torch.overrides.TorchFunctionMode
-_settrace = __import__("sys").settrace
+_settrace, _gettrace = __import__("sys").settrace, __import__("sys").gettrace
 
 
 class _OpLog(_TorchFunctionMode):
@@ -57,22 +57,35 @@ def torch_ops(fn, *args):
     return {"names": sorted(set(log.names))[:300], "count": len(log.names)}
 
 
-def student_lines(fn, *args) -> int:
-    """How many lines of the student's own code ran during ``fn(*args)`` (a loop over the data
-    makes this grow with the data; vectorised code does not)."""
-    count = [0]
+class StudentLines:
+    """Counts the lines of the student's own code that run inside ``with StudentLines() as lines:``
+    (a loop over the data makes the count grow with the data; vectorised code does not).
+    ``traced`` is False when the answer switched the line tracing off."""
 
-    def local(frame, event, arg):
+    def __init__(self):
+        self.count, self.traced = 0, True
+        self._installed = self._tracer  # one bound method, compared by identity on exit
+
+    def _local(self, frame, event, arg):
         if event == "line":
-            count[0] += 1
-        return local
+            self.count += 1
+        return self._local
 
-    def tracer(frame, event, arg):
-        return local if frame.f_code.co_filename.startswith("<ipython-input") else None
+    def _tracer(self, frame, event, arg):
+        return self._local if frame.f_code.co_filename.startswith("<ipython-input") else None
 
-    _settrace(tracer)
-    try:
-        fn(*args)
-    finally:
+    def __enter__(self):
+        _settrace(self._installed)
+        return self
+
+    def __exit__(self, *exc):
+        self.traced = _gettrace() is self._installed
         _settrace(None)
-    return count[0]
+        return False
+
+
+def student_lines(fn, *args) -> int:
+    """How many lines of the student's own code ran during ``fn(*args)``."""
+    with StudentLines() as lines:
+        fn(*args)
+    return lines.count

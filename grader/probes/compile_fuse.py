@@ -21,7 +21,6 @@ _counters = torch._dynamo.utils.counters
 _config_copy = torch._dynamo.config.get_config_copy
 _CONFIG_AT_START = _config_copy()     # Dynamo's global settings before any course or student code ran
 _getframe = sys._getframe
-_settrace, _gettrace = sys.settrace, sys.gettrace
 _TorchFunctionMode = torch.overrides.TorchFunctionMode
 _OpOverload, _OpOverloadPacket = torch._ops.OpOverload, torch._ops.OpOverloadPacket
 _HigherOrderOperator = torch._ops.HigherOrderOperator
@@ -147,25 +146,10 @@ def _work(fn, x, limit):
     """fn(x, limit) with the lines of the student's code that ran and the torch calls it made counted:
     a loop over the rows makes both grow with the rows. ``traced`` is False when the answer switched
     the line tracing off."""
-    lines = [0]
-
-    def local(frame, event, arg):
-        if event == "line":
-            lines[0] += 1
-        return local
-
-    def tracer(frame, event, arg):
-        return local if frame.f_code.co_filename.startswith("<ipython-input") else None
-
     ops = _OpCount()
-    _settrace(tracer)
-    try:
-        with ops:
-            out = fn(x.clone(), limit)
-        traced = _gettrace() is tracer
-    finally:
-        _settrace(None)
-    return {"out": plain(out), "lines": lines[0], "ops": ops.count, "traced": traced}
+    with StudentLines() as lines, ops:
+        out = fn(x.clone(), limit)
+    return {"out": plain(out), "lines": lines.count, "ops": ops.count, "traced": lines.traced}
 
 
 def soft_clip_rows(namespace, inputs):
