@@ -66,3 +66,24 @@ def test_each_variant_keeps_its_own_device_through_a_file(tmp_path):
     cpu_row, gpu_row = records.load(path)
     assert (cpu_row.device, cpu_row.runs_on, cpu_row.variant_device_name) == ("cuda:0", "cpu", "CPU (x86_64)")
     assert gpu_row.runs_on == "cuda:0"
+
+
+@pytest.mark.parametrize("line,reason", [
+    ('{"comparison": 1, "tip": "T1", "title": "", "variant": "v", "role": "baseline", "device": "cpu", '
+     '"device_name": "CPU"}',
+     "wrong type"),
+    ('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", "device": "cpu"}',
+     "missing field"),
+    ('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", "device": "cpu", '
+     '"device_name": "CPU", "median_s": NaN}', "implausible value"),
+    ('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", "device": "cpu", '
+     '"device_name": "CPU", "round_medians": [0.1, -0.1]}', "implausible value"),
+    ('{"comparison": "c", "tip": "T1", "title": "", "variant": "v", "role": "baseline", "device": "cpu", '
+     '"device_name": "CPU", "peak_bytes": false}', "wrong type"),
+])
+def test_a_record_of_the_wrong_shape_is_refused_with_its_place_and_reason(tmp_path, line, reason):
+    path = tmp_path / "m.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(ValueError, match=rf"m.jsonl:1: .*{reason}") as raised:
+        records.load(path)
+    assert raised.value.__cause__.reason == reason

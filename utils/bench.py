@@ -279,6 +279,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
         for entry, on in zip(written, row_devices):   # to_records writes the rows in order
             entry.variant_device, entry.variant_device_name = str(on), device_name(on)
         records.append(written)
+        result.records = written   # the card carries them into the notebook too
     return result
 
 

@@ -5,6 +5,9 @@ the result ("channels_last: 1.47x as fast as NCHW on NVIDIA H100 (6.29 ms → 4.
 explanation of that outcome (chosen from ``utils/why`` by the verdict), and a compact table. The
 method, the per-variant caveats, the sources' claims, the reference runs and the bar chart sit
 in a folded ``<details>`` block the learner opens on demand.
+
+A card of a recorded comparison or sweep also carries its records, as ``records.MIME`` data beside
+the HTML and the text (``_repr_mimebundle_``): no front end shows it, and the saved notebook keeps it.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import html
 import math
 from dataclasses import dataclass, field
 
-from . import claims, plots, references, why
+from . import claims, plots, records, references, why
 from .comparison import Comparison, Demo, Sweep, Timeline, Timing, fact_text
 from .memory import memory_note
 from .tables import html_table, text_table
@@ -218,7 +221,8 @@ def card_html(title: str, head: str, lines: list[str], table: str, visible: str 
 @dataclass(repr=False)
 class Result(Comparison):
     """A comparison as a notebook shows it (``bench.compare`` returns one): a card in Jupyter, text
-    elsewhere."""
+    elsewhere. ``records``: what ``bench.compare`` recorded of it (none when it recorded nothing)."""
+    records: list[records.Record] = field(default_factory=list, compare=False)
 
     @classmethod
     def of(cls, comparison: Comparison) -> "Result":
@@ -273,6 +277,10 @@ class Result(Comparison):
     def _repr_html_(self) -> str:
         return self.to_html()
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The records, beside the HTML and text IPython takes from the other ``_repr_*`` methods."""
+        return records.bundle(self.records) if self.records else {}
+
     def __repr__(self) -> str:
         return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),
                           *reference_lines(self.demo, self.featured().label),
@@ -316,6 +324,10 @@ class SweepResult(Sweep):
 
     def _repr_html_(self) -> str:
         return self.to_html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        recorded = [r for c in self.comparisons for r in getattr(c, "records", [])]
+        return records.bundle(recorded) if recorded else {}
 
     def __repr__(self) -> str:
         return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),

@@ -5,17 +5,24 @@ appends one record per variant. ``device`` is the comparison's device: a GPU whe
 variants ran on one. ``variant_device`` is where each variant ran (``bench.compare`` writes it;
 older records lack it, and then it is ``device``). ``COURSE_RECORDS`` overrides the path; set it
 to an empty string to switch recording off (the grader does, so students cannot write there).
+
+A card that ``bench`` returns also carries its records in the notebook, as the output's ``MIME``
+data (``bundle``), so a submitted ``.ipynb`` holds them too. Records read back from anywhere go
+through ``from_json``: the schema below, checked field by field (``Invalid`` says why not).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 
 from .paths import BUILD
 
 DEFAULT_PATH = BUILD / "measurements.jsonl"
+MIME = "application/vnd.pytorch-course.records+json"  # Jupyter keeps it; no front end renders it
+ROLES = ("baseline", "variant")
 
 
 @dataclass
@@ -79,19 +86,74 @@ def append(records: list[Record], path: Path | None = None) -> Path | None:
     return path
 
 
+def bundle(records: list[Record]) -> dict:
+    """A display output's data for these records (``_repr_mimebundle_``): each as its JSONL line holds it."""
+    return {MIME: {"version": 1, "records": [json.loads(json.dumps(asdict(r), sort_keys=True)) for r in records]}}
+
+
+class Invalid(ValueError):
+    """Data that is not a record; ``reason`` is a short key to count rejections by."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def _types(annotation: str) -> tuple[type, ...]:
+    """The JSON types a field's annotation allows ("float | None" -> int, float, NoneType)."""
+    names = {"str": str, "bool": bool, "int": int, "float": (int, float), "dict": dict, "list": list,
+             "None": type(None)}
+    found = []
+    for part in annotation.split("|"):
+        kind = names[part.strip()]
+        found += kind if isinstance(kind, tuple) else [kind]
+    return tuple(found)
+
+
+def _bad_number(value) -> bool:
+    """A number that cannot be a time, a count or a size: negative, NaN, infinite, or past a float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return not (math.isfinite(value) and value >= 0)
+    except OverflowError:   # an int of thousands of digits
+        return True
+
+
+def from_json(data: object) -> Record:
+    """The record a JSON object holds, checked: every field of its type (unknown fields ignored),
+    numbers finite and not negative, a known role. Raises ``Invalid``."""
+    if not isinstance(data, dict):
+        raise Invalid("wrong type", f"a record is a JSON object, not {type(data).__name__}")
+    values = {}
+    for name, spec in Record.__dataclass_fields__.items():
+        if name not in data:
+            if spec.default is MISSING and spec.default_factory is MISSING:
+                raise Invalid("missing field", name)
+            continue
+        value, allowed = data[name], _types(spec.type)
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            raise Invalid("wrong type", f"{name} is {type(value).__name__}, not {spec.type}")
+        if _bad_number(value) or (name == "round_medians" and any(
+                not isinstance(v, (int, float)) or isinstance(v, bool) or _bad_number(v) for v in value)):
+            raise Invalid("implausible value", f"{name} = {str(value)[:40]}")
+        values[name] = value
+    if values["role"] not in ROLES:
+        raise Invalid("implausible value", f"role {values['role'][:40]!r} is not one of {ROLES}")
+    return Record(**values)
+
+
 def load(path: Path | None = None) -> list[Record]:
     """Read records back. A malformed line raises ValueError naming the file and line."""
     path = Path(path) if path is not None else records_path()
     if path is None or not path.exists():
         return []
-    known = set(Record.__dataclass_fields__)
     records = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-            records.append(Record(**{k: v for k, v in data.items() if k in known}))
-        except (json.JSONDecodeError, TypeError) as exc:
+            records.append(from_json(json.loads(line)))
+        except ValueError as exc:  # JSONDecodeError and Invalid
             raise ValueError(f"{path}:{number}: not a measurement record ({exc})") from exc
     return records
