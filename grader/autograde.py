@@ -72,14 +72,23 @@ class Outcome:
     skipped: bool = False          # unchanged since it was last graded
     seconds: float | None = None   # how long grading took
     pending: float = 0.0           # points of written answers left to the instructor (formgrader)
+    blank: float = 0.0             # points of written answers left as released: 0, nothing to grade
+    why: str = ""                  # why points were lost, in a few words (grading.reason)
 
     def line(self) -> str:
+        """One line per submission, e.g. ``ann 02_tensor_toolbox: 6 / 12 in 63.5 s: 3 tests stopped at
+        the 60 s deadline``; the written answers' points, which the autograder never gives, are named."""
         if self.error:
             return f"{self.student} {self.assignment}: NOT GRADED: {self.error}"
         text = f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
         took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
-        left = f", {self.pending:g} point(s) left to the instructor (written answers)" if self.pending else ""
-        return (text + took + left + (" (unchanged, kept)" if self.skipped else "")
+        details = [self.why] if self.why else []
+        if self.pending:
+            details.append(f"+{self.pending:g} written, left to the instructor (formgrader's Manual Grading)")
+        if self.blank:
+            details.append(f"written answer left blank: 0 / {self.blank:g}, nothing to grade")
+        said = ": " + "; ".join(details) if details else ""
+        return (text + took + said + (" (unchanged, kept)" if self.skipped else "")
                 + (f" [{self.note}]" if self.note else ""))
 
 
@@ -205,7 +214,8 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: di
             or entry.get("auto_scores") != recorded[sub.assignment.id, sub.student]:
         return None
     return Outcome(sub.student, sub.assignment.id, entry["score"], entry["max_score"], note=entry.get("note", ""),
-                   skipped=True, pending=entry.get("pending", 0.0))
+                   skipped=True, pending=entry.get("pending", 0.0), blank=entry.get("blank", 0.0),
+                   why=entry.get("why", ""))
 
 
 def _write_json(path: Path, data) -> None:
@@ -220,16 +230,18 @@ def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprin
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
     course_dir = place.path
     unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
-    score, max_score, pending, auto_scores = gradebook.record(place, sub.assignment, result,
-                                                              gradebook.read_timestamp(sub.folder), unanswered)
+    score, max_score, pending, blank, auto_scores = gradebook.record(
+        place, sub.assignment, result, gradebook.read_timestamp(sub.folder), unanswered)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
+    why = grading.reason(result)
     if result.sha256:  # an unreadable notebook is graded again next time
         _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
                                                     "score": score, "max_score": max_score, "note": note,
-                                                    "pending": pending, "auto_scores": auto_scores})
+                                                    "pending": pending, "blank": blank, "why": why,
+                                                    "auto_scores": auto_scores})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
-                   pending=pending)
+                   pending=pending, blank=blank, why=why)
 
 
 def autograde(place: CourseDir | Path, assignment_id: str | None = None, student_id: str | None = None,

@@ -10,6 +10,7 @@ from pathlib import Path
 from . import course, database
 from .coursedir import CourseDir
 from .errors import CourseError
+from .sandbox import Limits
 
 
 def _course_dir(value: str) -> Path:
@@ -22,6 +23,19 @@ def _shard(value: str) -> tuple[int, int]:
     if not match or not int(match[1]) < int(match[2]):
         raise argparse.ArgumentTypeError(f"{value!r} is not K/N with K from 0 to N-1 (e.g. 0/4: shard 0 of 4)")
     return int(match[1]), int(match[2])
+
+
+MAX_DEADLINE_S = 3600
+
+
+def _deadline(value: str) -> int:
+    """Seconds each answer cell and each exercise's check may run: a whole number from 1 to an hour."""
+    if not re.fullmatch(r"\d+", value.strip(), re.ASCII) or not 1 <= int(value) <= MAX_DEADLINE_S:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of seconds from 1 to {MAX_DEADLINE_S}")
+    return int(value)
+
+
+FORMGRADER = "run `jupyter lab` in {dir} (add --allow-root as root) and open /formgrader"
 
 
 def cmd_assignments(args) -> int:
@@ -61,7 +75,8 @@ def cmd_autograde(args) -> int:
 
     try:
         outcomes = autograde(args.course, args.assignment, args.student, args.workers, force=args.force,
-                             isolate=not args.no_sandbox, report=_say, shard=args.shard)
+                             isolate=not args.no_sandbox, report=_say, shard=args.shard,
+                             limits=Limits.with_deadline(args.deadline))
     except GradingInterrupted as exc:
         stored = sum(1 for o in exc.outcomes if not (o.error or o.skipped))
         print(f"interrupted by {exc}: grading stopped and every sandbox ended; {stored} submission(s) graded "
@@ -77,8 +92,12 @@ def cmd_autograde(args) -> int:
     waiting = [o for o in outcomes if o.pending]
     if waiting:
         print(f"{len(waiting)} submission(s) have written answers ({sum(o.pending for o in waiting):g} points in all) "
-              "that the autograder leaves to the instructor: grade them in formgrader's Manual Grading "
-              f"(`nbgrader formgrader` in {args.course_dir}{' with GRADER_DB_URL set' if args.db_url else ''})")
+              "that the autograder leaves to the instructor: grade them in formgrader's Manual Grading ("
+              + FORMGRADER.format(dir=args.course_dir) + (", with GRADER_DB_URL set" if args.db_url else "") + ")")
+    blank = [o for o in outcomes if o.blank]
+    if blank:
+        print(f"{len(blank)} submission(s) left their written answers blank: they score 0 there "
+              f"({sum(o.blank for o in blank):g} points in all) and need no manual grade")
     if not outcomes:
         print("no submissions found" + (" in shard {}/{}".format(*args.shard) if args.shard else ""), file=sys.stderr)
     return 1 if failed else 0
@@ -164,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", type=_shard, metavar="K/N",
                    help="grade only shard K of N (K = 0..N-1, e.g. a Kubernetes Indexed Job's completion index): "
                         "the students whose id hashes to K modulo N")
+    p.add_argument("--deadline", type=_deadline, default=Limits.cell_s, metavar="SECONDS",
+                   help=f"seconds each answer cell and each exercise's check may run (default: {Limits.cell_s}); "
+                        "the whole notebook gets 3 times as long, at least the default "
+                        f"{Limits.wall_s:g} s. Add --force to regrade submissions graded under another deadline")
     p.set_defaults(func=cmd_autograde)
     p = with_db_url(with_course_dir("export", "write the gradebook as nbgrader's CSV"))
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)

@@ -62,11 +62,11 @@ EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what `nbgrader co
 
 
 def record(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
-           unanswered: set[str]) -> tuple[float, float, float, list]:
-    """Store one submission's scores; returns (score, max_score, points left to the instructor) as
-    the gradebook computes them, and its automatic scores as ``recorded`` lists them. Written
-    answers are nbgrader's manually graded answers: like ``nbgrader autograde``, an answer left as
-    released scores 0, any other waits for a human.
+           unanswered: set[str]) -> tuple[float, float, float, float, list]:
+    """Store one submission's scores; returns (score, max_score, points left to the instructor,
+    points of written answers left blank) as the gradebook computes them, and its automatic scores
+    as ``recorded`` lists them. Written answers are nbgrader's manually graded answers: like
+    ``nbgrader autograde``, an answer left as released scores 0 (blank), any other waits for a human.
 
     Two graders sharing a gradebook may create the same student or submission at once: nbgrader
     then refuses the second insert (rolled back, InvalidEntry) and the next attempt finds the row."""
@@ -81,7 +81,7 @@ def record(place: CourseDir, assignment: Assignment, result: Result, timestamp: 
 
 
 def _record_once(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
-                 unanswered: set[str]) -> tuple[float, float, float, list]:
+                 unanswered: set[str]) -> tuple[float, float, float, float, list]:
     from nbgrader.api import MissingEntry
     from nbgrader.utils import parse_utc
 
@@ -98,18 +98,20 @@ def _record_once(place: CourseDir, assignment: Assignment, result: Result, times
             grade = gb.find_grade(grade_id, notebook_id, assignment.id, result.student)
             grade.auto_score = fraction * grade.max_score
             grade.needs_manual_grade = grade.manual_score is not None  # a human's score is never overwritten
-        pending = 0.0
+        pending = blank = 0.0
         for grade_id in source_cells(assignment.id).written:
             grade = gb.find_grade(grade_id, notebook_id, assignment.id, result.student)
             grade.auto_score = 0.0 if grade_id in unanswered else None
             grade.needs_manual_grade = grade.auto_score is None and grade.manual_score is None
             pending += grade.max_score if grade.needs_manual_grade else 0.0
+            blank += grade.max_score if grade.auto_score == 0.0 and grade.manual_score is None else 0.0
         for comment in gb.find_submission_notebook(notebook_id, assignment.id, result.student).comments:
             comment.auto_comment = "No response." if comment.name in unanswered else None
         gb.db.commit()
         submission = gb.find_submission(assignment.id, result.student)
         key = (assignment.id, result.student)
-        return float(submission.score), float(submission.max_score), pending, _auto_scores(gb, key).get(key, [])
+        return (float(submission.score), float(submission.max_score), pending, blank,
+                _auto_scores(gb, key).get(key, []))
 
 
 def write_autograded(course_dir: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:

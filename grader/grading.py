@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import signal
 import struct
@@ -42,6 +43,37 @@ class Result:
     unreadable: str | None = None       # the notebook could not be read: every test scores 0
     environment: str | None = None      # the grading environment failed: NOT the student's grade
     seconds: float = 0.0
+
+
+_DEADLINE = re.compile(r"stopped (?:it|your code) after (\d+) s")  # the runner's and _stopped's wording
+_ERROR_TYPE = re.compile(r"(\w+)(?::|$)")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def reason(result: Result) -> str:
+    """Why the submission lost points, in a few words for its progress line ('' when it lost none,
+    or when its notebook could not be read: the note says why). The feedback page has the details."""
+    lost = {test: message for test, (fraction, message) in result.verdicts.items() if fraction < 1}
+    if not lost or result.unreadable:
+        return ""
+    failed = [(g, c["error"]) for g, c in result.cells.items() if isinstance(c, dict) and isinstance(c.get("error"), str)]
+    if failed:
+        grade_id, error = failed[0]
+        hit, kind = _DEADLINE.search(error), _ERROR_TYPE.match(error)
+        text = (f"the answer cell {grade_id} stopped at the {hit[1]} s deadline" if hit
+                else f"{kind[1] if kind else 'an error'} in the answer cell {grade_id}")
+        return text + (f" (and {_count(len(failed) - 1, 'other answer cell')} failed)" if len(failed) > 1 else "")
+    hits = [m for m in map(_DEADLINE.search, lost.values()) if m]
+    if hits:
+        rest = len(lost) - len(hits)
+        return (f"{_count(len(hits), 'test')} stopped at the {hits[0][1]} s deadline"
+                + (f", {rest} more not passed" if rest else ""))
+    test, message = next(iter(lost.items()))
+    message = " ".join(message.split())
+    return f"{_count(len(lost), 'test')} not passed, e.g. {test}: " + (message[:80] + " ..." if len(message) > 80 else message)
 
 
 @dataclass(frozen=True)

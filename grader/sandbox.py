@@ -60,6 +60,13 @@ class Limits:
     output_bytes: int = 64 * 2**20      # results read back over the pipe
     log_bytes: int = 16 * 2**10         # tail of the sandbox's own stderr kept for diagnostics
 
+    @classmethod
+    def with_deadline(cls, cell_s: int) -> Limits:
+        """The limits for a per-exercise deadline of ``cell_s`` seconds (``autograde --deadline``): the
+        whole run gets three times as long, in wall-clock and CPU time, and never less than the default."""
+        whole = max(cls.wall_s, 3 * cell_s)
+        return cls(cell_s=cell_s, wall_s=whole, cpu_s=max(cls.cpu_s, int(whole)))
+
 
 @dataclass
 class RunResult:

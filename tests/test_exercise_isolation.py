@@ -2,8 +2,8 @@
 grader's doing, and feedback leads with the verdicts (issue 10).
 
 Real 02_tensor_toolbox submissions, graded in ONE batch: every one has the reference
-``pairwise_sq_distances`` (6 points) and a ``one_hot`` (6 points) that hangs, crashes or misses a
-helper. The batch's short limits (``LIMITS``) make a hang cost one cell deadline, well within
+``pairwise_sq_distances`` (6 points) and a ``one_hot`` (6 points) that hangs, crashes, does not
+parse or misses a helper; each one's progress line says why it lost points. The batch's short limits (``LIMITS``) make a hang cost one cell deadline, well within
 the wall clock: every run must still finish (no note that the whole notebook ran out of
 time) and give ``pairwise_sq_distances`` its full points.
 """
@@ -44,7 +44,14 @@ BROKEN_ONE_HOT = {
                   "crashed (SIGSEGV)"),
     "helper_elsewhere": ("def one_hot(labels, num_classes):\n    return scatter_rows(labels, num_classes)\n",
                          "scatter_rows is defined in a cell that the grader does not run"),
+    "syntax_error": ("def one_hot(labels, num_classes)\n    return labels\n",
+                     "the answer cell 'one_hot' failed: SyntaxError"),
 }
+# student -> what autograde's progress line says after the score (grading.reason)
+WHY = {"endless_loop": f"3 tests stopped at the {LIMITS.cell_s} s deadline",
+       "swallows_the_deadline": f"3 tests stopped at the {LIMITS.cell_s} s deadline",
+       "syntax_error": "SyntaxError in the answer cell one_hot",
+       "segfaults": "3 tests not passed, e.g. test_one_hot_values: one_hot: your code's process crashed (SIGSEGV)"}
 
 
 def _helper_in_a_lesson_cell(nb):
@@ -88,6 +95,12 @@ def test_a_hang_or_crash_in_one_exercise_costs_only_its_points(batch, student):
             assert "not passed" in verdict and BROKEN_ONE_HOT[student][1] in verdict, (test, verdict)
         else:
             assert verdict == "Grader: passed\n", (test, verdict)
+
+
+@pytest.mark.parametrize("student", WHY)
+def test_the_progress_line_says_why_points_were_lost(batch, student):
+    line = batch[1][student].line()
+    assert f"{student} {AID}: 6 / 12 in " in line and f" s: {WHY[student]}" in line, line
 
 
 def test_a_wrong_exception_is_named_with_its_message(batch):

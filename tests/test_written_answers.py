@@ -54,6 +54,9 @@ def test_written_points_wait_for_the_instructor(graded):
     assert wrote.score == blank.score == wrote.max_score - written_points  # every code test passed
     assert wrote.pending == written_points and blank.pending == 0
     assert "left to the instructor" in wrote.line() and "left to the instructor" not in blank.line()
+    assert wrote.line().endswith(f": +{written_points:g} written, left to the instructor (formgrader's Manual Grading)")
+    assert blank.blank == written_points and wrote.blank == 0
+    assert blank.line().endswith(f": written answer left blank: 0 / {written_points:g}, nothing to grade")
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
         grade = gb.find_grade(WRITTEN, AID, AID, "wrote")
         assert grade.auto_score is None and grade.needs_manual_grade
@@ -95,4 +98,9 @@ def test_the_cli_says_what_is_left_to_the_instructor(graded, capsys):
     nbformat.write(fill(release, {WRITTEN: "Batches of 4 keep up here.\n"}), folder / f"{AID}.ipynb")
     assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "late"]) == 0
     out = capsys.readouterr().out
-    assert "1 submission(s) have written answers" in out and "formgrader" in out
+    assert "1 submission(s) have written answers" in out
+    assert f"run `jupyter lab` in {course_dir} (add --allow-root as root) and open /formgrader" in out
+    assert cli.main(["autograde", "--course-dir", str(course_dir), "--student", "left_blank"]) == 0  # kept: the ledger
+    out = capsys.readouterr().out
+    assert "written answer left blank: 0 / " in out and "(unchanged, kept)" in out
+    assert "1 submission(s) left their written answers blank: they score 0 there" in out
