@@ -28,12 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader import course  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
-from grader.samples import fill, sample_answers  # noqa: E402
+from grader.samples import write_class  # noqa: E402
 
 HONEST = ("correct", "other_style", "modulelist_style")
 
@@ -41,17 +40,7 @@ HONEST = ("correct", "other_style", "modulelist_style")
 def make_submissions(course_dir: Path, assignment: course.Assignment, n: int) -> dict[str, str]:
     """student id -> sample name."""
     course.prepare(course_dir, assignment)
-    release = nbformat.read(course_dir / "release" / assignment.id / assignment.notebook_name, as_version=4)
-    samples = sorted(sample_answers(assignment).items())
-    students = {}
-    for i in range(n):
-        name, answers = samples[i % len(samples)]
-        student = f"s{i:03d}_{name}"
-        folder = course_dir / "submitted" / student / assignment.id
-        folder.mkdir(parents=True)
-        nbformat.write(fill(release, answers), folder / assignment.notebook_name)
-        students[student] = name
-    return students
+    return write_class(course_dir, assignment, course_dir / "release" / assignment.id, n)
 
 
 def plain_nbgrader(course_dir: Path, assignment_id: str, students) -> dict[str, float]:

@@ -64,3 +64,23 @@ def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path) -
         nbformat.write(fill(release_nb, answers), target / assignment.notebook_name)
         students.append(student)
     return students
+
+
+def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: int,
+                prefix: str = "s") -> dict[str, str]:
+    """A made-up class: ``n`` submissions cycling through the bundled samples (honest, wrong, broken),
+    written as ``submitted/<prefix><i>_<sample>/<assignment>/``; returns student id -> sample name."""
+    if n < 0:
+        raise CourseError(f"a class needs a number of submissions >= 0, got {n}")
+    release_nb = nbformat.read(release_dir / assignment.notebook_name, as_version=4)
+    samples = sorted(sample_answers(assignment).items())
+    students = {}
+    for i in range(n):
+        name, answers = samples[i % len(samples)]
+        student = f"{prefix}{i:03d}_{name}"
+        target = course_dir / "submitted" / student / assignment.id
+        target.mkdir(parents=True, exist_ok=True)
+        nbformat.write(fill(release_nb, answers), target / assignment.notebook_name)
+        students[student] = name
+    return students
+

@@ -1,17 +1,14 @@
 """A PostgreSQL gradebook shared by sharded graders (issue 10, items 3 and 5), against a real server.
 
-The module starts its own PostgreSQL (Debian's `postgresql` package, installed by `make env`):
-initdb into a temporary folder, a free port on 127.0.0.1 and the socket in that folder, stopped at
-the end. initdb refuses to run as root, so under root the server runs as `nobody`.
+The module starts its own PostgreSQL (grader.pgserver: Debian's `postgresql` package, installed by
+`make env`), stopped at the end.
 """
 import csv
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +16,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from grader import cli, course, database, gradebook
+from grader import cli, course, database, gradebook, pgserver
 from grader.coursedir import CourseDir
 from grader.errors import CourseError
 from grader.autograde import discover, shard_of
@@ -28,43 +25,15 @@ from grader.samples import SAMPLES_DIR, write_samples
 from utils.distributed import free_port
 
 AID = "01_tensors_devices"  # three samples, quick to grade
-INITDB = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
 
 
 @pytest.fixture(scope="module")
 def postgres():
     """The server; ``.database(name)`` creates a database and returns its URL (password included)."""
-    if not INITDB:
+    if not pgserver.INITDB:
         pytest.fail("PostgreSQL is not installed: run `make env` (it installs Debian's postgresql package)")
-    bin_dir, folder = INITDB[-1].parent, Path(tempfile.mkdtemp(prefix="grader-postgres-"))
-    as_owner = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
-    password, port = secrets.token_hex(12), free_port()
-    (folder / "password").write_text(password)
-    if as_owner:
-        for path in (folder, folder / "password"):
-            shutil.chown(path, "nobody")
-
-    def pg(*args):
-        return subprocess.run([*as_owner, *map(str, args)], check=True, capture_output=True, text=True, timeout=120)
-
-    pg(bin_dir / "initdb", "-D", folder / "data", "-U", "grader", "--pwfile", folder / "password",
-       "--auth-host=scram-sha-256", "--auth-local=trust", "--no-sync")
-    pg(bin_dir / "pg_ctl", "-D", folder / "data", "-l", folder / "log", "-w", "start", "-o",
-       f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off")
-
-    def new_database(name: str) -> str:
-        import psycopg
-
-        with psycopg.connect(host="127.0.0.1", port=port, user="grader", password=password, dbname="postgres",
-                             autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{name}"')
-        return f"postgresql://grader:{password}@127.0.0.1:{port}/{name}"
-
-    try:
-        yield SimpleNamespace(port=port, password=password, database=new_database)
-    finally:
-        pg(bin_dir / "pg_ctl", "-D", folder / "data", "-m", "fast", "-w", "stop")
-        shutil.rmtree(folder)
+    with pgserver.local_server() as server:
+        yield server
 
 
 def _scores(url: str) -> dict[str, float]:
