@@ -116,8 +116,18 @@ def cmd_export(args) -> int:
     _require_gradebook(args.course)
     args.to.parent.mkdir(parents=True, exist_ok=True)
     with Gradebook(database.url(args.course)) as gb:
-        CsvExportPlugin(to=str(args.to)).export(gb)
-    print(f"wrote {args.to}")
+        known = [a.name for a in gb.assignments]
+        unknown = sorted(set(args.assignment or []) - set(known))
+        if unknown:
+            raise CourseError(f"no assignment {', '.join(unknown)} in the gradebook; it has: {', '.join(known) or 'none'}")
+        chosen = args.assignment or known
+        CsvExportPlugin(to=str(args.to), assignment=chosen).export(gb)
+        submitted = {(a.name, sub.student_id) for a in gb.assignments for sub in a.submissions}
+        missing = [f"{s.id}/{name}" for name in chosen for s in gb.students if (name, s.id) not in submitted]
+    print(f"wrote {args.to}: {len(chosen)} assignment(s)")
+    if missing:  # nbgrader's CSV gives them 0.0, as if graded
+        print(f"{len(missing)} row(s) score 0.0 because nothing was submitted, not a graded zero: "
+              + ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
     return 0
 
 
@@ -190,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_autograde)
     p = with_db_url(with_course_dir("export", "write the gradebook as nbgrader's CSV"))
     p.add_argument("--to", type=lambda v: Path(v).expanduser().resolve(), required=True)
+    p.add_argument("--assignment", action="append",
+                   help="only this assignment's rows (repeat for several; default: every assignment)")
     p.set_defaults(func=cmd_export)
     p = with_db_url(with_course_dir("feedback", "write per-student HTML feedback"))
     p.add_argument("--assignment", help="only this assignment's pages (default: every autograded one)")

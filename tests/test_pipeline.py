@@ -130,6 +130,22 @@ def test_export_writes_nbgrader_csv(graded, tmp_path):
             assert float(rows[key]["max_score"]) == outcome.max_score
 
 
+def test_export_of_one_assignment_names_who_submitted_nothing(graded, tmp_path, capsys):
+    course_dir, outcomes, _ = graded
+    out = tmp_path / "one.csv"
+    assert cli.main(["export", "--course-dir", str(course_dir), "--to", str(out), "--assignment", AID]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert {r["assignment"] for r in rows} == {AID}
+    graded_here = {student for (student, assignment), o in outcomes.items() if assignment == AID and o.error is None}
+    nothing = [r["student_id"] for r in rows if r["student_id"] not in graded_here]  # other assignments' samples
+    assert nothing and all(float(r["score"]) == 0 for r in rows if r["student_id"] in nothing)
+    printed = capsys.readouterr().out
+    assert f"{len(nothing)} row(s) score 0.0 because nothing was submitted, not a graded zero: {nothing[0]}/{AID}" \
+        in printed
+    assert cli.main(["export", "--course-dir", str(course_dir), "--to", str(out), "--assignment", "nope"]) == 2
+    assert "no assignment nope in the gradebook; it has: 00_measure_first, " in capsys.readouterr().err
+
+
 def test_feedback_pages_for_every_graded_student(graded, feedback_pages, capsys):
     course_dir, outcomes, _ = graded
     for (student, assignment), outcome in outcomes.items():
