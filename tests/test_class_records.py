@@ -168,3 +168,12 @@ def test_the_course_tips_are_those_it_measures():
     tips = class_records.course_tips()
     assert {"T005", "T087", "T105"} <= tips and "T001" not in tips   # T001 reports versions: nothing timed
     assert all(len(t) == 4 and t.startswith("T") for t in tips)
+
+
+def test_only_a_card_of_this_runs_records_carries_them():
+    """A rank's records, shown in the notebook, travel with it; a reference run's, shown, do not."""
+    from utils.present import Result
+
+    group = [records.from_json(r) for r in pair("rank0")]
+    assert Result.recorded(group)._repr_mimebundle_()[records.MIME]["records"] == pair("rank0")
+    assert Result.from_records(group)._repr_mimebundle_() == {}

@@ -349,5 +349,6 @@ class Lockstep:
 
 
 def as_records(result: Comparison) -> list[dict]:
-    """A comparison as plain dicts (its records), to travel from a rank to the notebook as JSON."""
-    return [dataclasses.asdict(record) for record in result.to_records()]
+    """A comparison as plain dicts (the records ``bench.compare`` wrote of it), to travel from a rank
+    to the notebook as JSON."""
+    return [dataclasses.asdict(record) for record in getattr(result, "records", None) or result.to_records()]

@@ -229,6 +229,14 @@ class Result(Comparison):
         """A stored comparison (a record group, a reference run's) made showable."""
         return cls(**{f.name: getattr(comparison, f.name) for f in dataclasses.fields(Comparison)})
 
+    @classmethod
+    def recorded(cls, group: list[records.Record]) -> "Result":
+        """The card of records this run wrote in another process (a torchrun rank): unlike
+        ``from_records`` (a reference run's, say), it carries them into the notebook as its own."""
+        result = cls.from_records(group)
+        result.records = list(group)
+        return result
+
     def verdict(self, row: Timing | str, against: Timing | str | None = None) -> Verdict:
         """The speed verdict of a variant (a row or its label) against the baseline or ``against``."""
         return time_verdict(*self.pair(row, against))
