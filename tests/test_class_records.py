@@ -11,7 +11,10 @@ import nbformat
 import pytest
 from IPython.core.formatters import DisplayFormatter
 
-from grader import class_records
+from grader import class_records, course
+from grader.autograde import autograde
+from grader.samples import fill, solution_answers
+from submissions import LIMITS, prepared_release, submit
 from utils import records
 
 TIPS = {"T005", "T013"}
@@ -177,3 +180,28 @@ def test_only_a_card_of_this_runs_records_carries_them():
     group = [records.from_json(r) for r in pair("rank0")]
     assert Result.recorded(group)._repr_mimebundle_()[records.MIME]["records"] == pair("rank0")
     assert Result.from_records(group)._repr_mimebundle_() == {}
+
+
+def test_records_change_no_grade_and_stay_readable_in_the_submitted_file(tmp_path):
+    """The grader reads submitted/ and never writes there (the autograded notebook is rebuilt from the
+    release, without outputs): the records are read from the file as collected, and even a forgery the
+    reader accepts (consistent numbers) or refuses changes no score."""
+    aid = "00_measure_first"
+    release, answers = prepared_release(tmp_path, aid), solution_answers(course.find(aid))
+    forged = [row("forged", median_s=1.0, speedup=1.0), row("forged", "tip", "variant", 1e-4, 1e4),
+              {**row("long"), "device": "x" * 10_000}]
+    students = {"plain": [], "honest": pair("honest"), "forger": forged}
+    for student, items in students.items():
+        nb = fill(release, answers)
+        card = next(c for c in nb.cells if c.cell_type == "code" and "bench.compare" in c.source)
+        card.outputs = [nbformat.v4.new_output("display_data", data=payload(items))] if items else []
+        submit(tmp_path, student, aid, nb)
+    files = {s: tmp_path / "submitted" / s / aid / f"{aid}.ipynb" for s in students}
+    before = {s: f.read_bytes() for s, f in files.items()}
+    outcomes = {o.student: o for o in autograde(tmp_path, aid, workers=1, report=lambda _: None, limits=LIMITS)}
+    assert {s: (o.score, o.max_score) for s, o in outcomes.items()} == {s: (outcomes["plain"].max_score,) * 2
+                                                                        for s in students}
+    assert {s: f.read_bytes() for s, f in files.items()} == before
+    found = {s: class_records.read(f, TIPS) for s, f in files.items()}
+    assert [len(found[s].records) for s in students] == [0, 2, 2]
+    assert found["forger"].rejected == Counter({"oversized record": 1})
