@@ -12,6 +12,7 @@ through ``from_json``: the schema below, checked field by field (``Invalid`` say
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -99,6 +100,7 @@ class Invalid(ValueError):
         self.reason = reason
 
 
+@functools.lru_cache(maxsize=None)
 def _types(annotation: str) -> tuple[type, ...]:
     """The JSON types a field's annotation allows ("float | None" -> int, float, NoneType)."""
     names = {"str": str, "bool": bool, "int": int, "float": (int, float), "dict": dict, "list": list,
