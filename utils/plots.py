@@ -1,4 +1,5 @@
-"""The course's figures (matplotlib): a comparison's bars, a sweep's curves, a CPU/GPU timeline.
+"""The course's figures (matplotlib): a comparison's bars, a sweep's curves, a CPU/GPU timeline,
+a comparison across a class's devices.
 
 Each figure comes back as inline HTML (``figure_html``) whose ``<img>`` names its kind in
 ``data-plot``, so a report or a test can tell a sweep from a bar chart. matplotlib is imported when
@@ -139,6 +140,49 @@ def timeline_figure(timeline: Timeline):
     fig.legend(handles, names, fontsize=8, loc="outside lower center", ncol=min(len(names), 4))
     fig.suptitle(f"{timeline.tip}: {timeline.title} on {timeline.device_name}", fontsize=10)
     return fig
+
+
+def class_figure(title: str, series: dict[str, dict[str, tuple[float, float, float]]],
+                 references: dict[str, dict[str, float]] | None = None):
+    """A comparison across devices: for each variant (rows), each device's median speed-up over the
+    baseline with whiskers from its ``low`` to its ``high`` (``series``: device -> variant ->
+    (median, low, high)), and each reference run's speed-up as a hollow diamond; a log axis where
+    the values span more than LOG_RATIO."""
+    plt = _pyplot()
+    series = {_literal(d): {_literal(v): x for v, x in rows.items()} for d, rows in series.items()}
+    references = {_literal(d): {_literal(v): x for v, x in rows.items()} for d, rows in (references or {}).items()}
+    variants = list(dict.fromkeys(v for rows in (*series.values(), *references.values()) for v in rows))
+    lanes = len(series) + len(references)
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.22 * lanes * len(variants)), layout="constrained")
+    step = 0.8 / max(1, lanes)
+    for k, (device, rows) in enumerate(series.items()):
+        ys = [variants.index(v) + (k - (lanes - 1) / 2) * step for v in rows]
+        medians = [m for m, _, _ in rows.values()]
+        errors = [[max(m - lo, 0) for m, lo, _ in rows.values()], [max(hi - m, 0) for m, _, hi in rows.values()]]
+        ax.errorbar(medians, ys, xerr=errors, fmt="o", color=COLORS[k % len(COLORS)], capsize=3, label=device)
+    for k, (name, rows) in enumerate(references.items(), start=len(series)):
+        ys = [variants.index(v) + (k - (lanes - 1) / 2) * step for v in rows]
+        ax.plot(list(rows.values()), ys, "D", mfc="none", color="#333333", label=name)
+    ax.axvline(1.0, color=BASELINE_COLOR, linestyle="--", linewidth=1)
+    values = [m for rows in series.values() for m, _, _ in rows.values()] + \
+             [x for rows in references.values() for x in rows.values()] + [1.0]
+    log = _spans(values)
+    if log:
+        ax.set_xscale("log")
+    ax.set_yticks(range(len(variants)), [_wrap(v) for v in variants])
+    ax.set_ylim(len(variants) - 0.5, -0.5)
+    ax.set_xlabel(f"speed-up over the baseline{' (log scale)' if log else ''}: the median learner; "
+                  "whiskers: the middle half")
+    ax.grid(axis="x", which="major", alpha=0.3)
+    fig.legend(fontsize=7, loc="outside lower center", ncol=2)
+    fig.suptitle(_literal(title), fontsize=10)
+    return fig
+
+
+def _literal(text: str, limit: int = 60) -> str:
+    """Text shown as written (names from a learner's records): ``$`` starts no mathtext; cut at ``limit``."""
+    text = text if len(text) <= limit else text[:limit - 1] + "…"
+    return text.replace("$", r"\$")
 
 
 def phase_figure(columns: dict[str, dict[str, float]], title: str, unit: str = "ms"):

@@ -17,17 +17,9 @@ from . import claims, records, references
 from .comparison import Comparison, group_records
 from .device import env_report
 from .present import Result
-from .tables import html_table
+from .tables import STYLE, html_table
 from .units import format_ratio
 
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-table { border-collapse: collapse; margin: .5em 0 1em; font-size: .9em; }
-th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
-caption { text-align: left; font-weight: 600; padding-bottom: .3em; }
-section { border-top: 1px solid #ddd; margin-top: 1.5em; }
-.failed { color: #b00020; font-weight: 600; }
-"""
 
 
 @dataclass

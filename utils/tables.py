@@ -9,6 +9,17 @@ import warnings
 from typing import Callable
 
 
+# The course's HTML pages (the run report, the grader's class report): one look.
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: .5em 0 1em; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
+caption { text-align: left; font-weight: 600; padding-bottom: .3em; }
+section { border-top: 1px solid #ddd; margin-top: 1.5em; }
+.failed { color: #b00020; font-weight: 600; }
+"""
+
+
 def html_table(rows: list[dict[str, str]], caption: str = "") -> str:
     """A plain HTML table; the column set is the union of the rows' keys, in first-seen order."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
