@@ -1,4 +1,4 @@
-"""Command line: ``python -m grader {assignments,generate,samples,autograde,export,feedback}``."""
+"""Command line: ``python -m grader {assignments,generate,samples,autograde,export,feedback,class-report}``."""
 from __future__ import annotations
 
 import argparse
@@ -51,12 +51,13 @@ def cmd_generate(args) -> int:
 
 
 def cmd_samples(args) -> int:
-    from .samples import write_samples  # nbformat: loaded by the commands that read notebooks, not by --help
+    from .samples import load_runs, write_samples  # nbformat: loaded by the commands that read notebooks, not by --help
 
     chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
+    runs = load_runs(args.records or [])
     for assignment in chosen:
         course.prepare(args.course, assignment)
-        students = write_samples(args.course_dir, assignment, args.course_dir / "release" / assignment.id)
+        students = write_samples(args.course_dir, assignment, args.course_dir / "release" / assignment.id, runs)
         print(f"{assignment.id}: wrote samples for {', '.join(students)}")
     return 0
 
@@ -163,6 +164,24 @@ def cmd_feedback(args) -> int:
     return status
 
 
+def cmd_class_report(args) -> int:
+    from . import class_report
+
+    if not args.course_dir.is_dir():
+        raise CourseError(f"{args.course_dir} is not a course directory (no such folder)")
+    _require_gradebook(args.course)
+    subs = class_report.gather(args.course, args.workers)
+    out = args.out or args.course_dir / "class_report"
+    written = class_report.write(subs, out)
+    rejected = class_report.rejections(subs)
+    print(f"{len(subs)} submission(s), {sum(len(s.records) for s in subs)} record(s) accepted"
+          + (f", left out: {', '.join(f'{k} {n}' for k, n in sorted(rejected.items()))}" if rejected else "")
+          + ("" if subs else " (the gradebook lists no submissions: an empty report)"))
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -182,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_course_dir("samples", "write the bundled sample submissions into DIR/submitted")
     p.add_argument("--assignment")
+    p.add_argument("--records", action="append", metavar="RUN",
+                   help="a run's records (a folder with measurements.jsonl, or the file; repeat for several): "
+                        "the samples carry them in turn, as if each had been run on that run's device")
     p.set_defaults(func=cmd_samples)
     p = with_db_url(with_course_dir("autograde", "grade DIR/submitted/<student>/<assignment>/ into the gradebook"))
     p.add_argument("--assignment")
@@ -208,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", help="only this student's pages")
     p.add_argument("--workers", type=int, default=os.cpu_count(), help="parallel conversions (default: cores)")
     p.set_defaults(func=cmd_feedback)
+    p = with_db_url(with_course_dir("class-report", "one HTML page of what the class measured, by device, and a CSV"))
+    p.add_argument("--out", type=lambda v: Path(v).expanduser().resolve(),
+                   help="the folder for class_report.html, students.html and class_records.csv (default: DIR/class_report)")
+    p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8), help="processes reading notebooks")
+    p.set_defaults(func=cmd_class_report)
     return parser
 
 

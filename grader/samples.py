@@ -11,6 +11,9 @@ from pathlib import Path
 
 import nbformat
 
+from utils import records
+from utils.comparison import group_records
+
 from .course import Assignment, answer_cells
 from .errors import CourseError
 
@@ -53,15 +56,43 @@ def sample_answers(assignment: Assignment) -> dict[str, dict[str, str]]:
     return samples
 
 
-def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path) -> list[str]:
-    """Write every sample as ``submitted/sample_<name>/<assignment>/<notebook>``; returns student ids."""
+def carry(nb: nbformat.NotebookNode, measured: list[records.Record]) -> nbformat.NotebookNode:
+    """The notebook as if its cards had shown these records: each comparison's records as a display
+    output (``records.bundle``, what a card's ``_repr_mimebundle_`` gives) on the first lesson code cell."""
+    cell = next((c for c in nb.cells if c.cell_type == "code" and not _nbgrader(c)), None)
+    if cell is None or not measured:
+        return nb
+    cell.outputs = [*cell.get("outputs", []), *(nbformat.v4.new_output("display_data", data=records.bundle(group))
+                                                for group in group_records(measured))]
+    return nb
+
+
+def load_runs(paths: list[Path]) -> list[list[records.Record]]:
+    """The records of each run (a folder holding measurements.jsonl, or the file itself)."""
+    runs = []
+    for path in map(Path, paths):
+        jsonl = path / "measurements.jsonl" if path.is_dir() else path
+        if not jsonl.is_file():
+            raise CourseError(f"{jsonl}: no measurement records there")
+        runs.append(records.load(jsonl))
+    return runs
+
+
+def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path,
+                  runs: list[list[records.Record]] = ()) -> list[str]:
+    """Write every sample as ``submitted/sample_<name>/<assignment>/<notebook>``; returns student ids.
+    With ``runs`` (each a run's records), sample i carries run i modulo their number's records of
+    this notebook in its outputs, as if that run's device had run it (``carry``)."""
     release_nb = nbformat.read(release_dir / assignment.notebook_name, as_version=4)
     students = []
-    for name, answers in sample_answers(assignment).items():
+    for i, (name, answers) in enumerate(sample_answers(assignment).items()):
         student = f"sample_{name}"
         target = course_dir / "submitted" / student / assignment.id
         target.mkdir(parents=True, exist_ok=True)
-        nbformat.write(fill(release_nb, answers), target / assignment.notebook_name)
+        nb = fill(release_nb, answers)
+        if runs:
+            nb = carry(nb, [r for r in runs[i % len(runs)] if r.notebook == assignment.id])
+        nbformat.write(nb, target / assignment.notebook_name)
         students.append(student)
     return students
 
@@ -84,3 +115,19 @@ def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: 
         students[student] = name
     return students
 
+
+
+def enroll(place, submissions: list[tuple[str, str]]) -> None:
+    """Gradebook entries (no grades) for made-up submissions, (student, assignment) pairs, as
+    autograde would make them: for the class report's tests and benchmark. ``place``: a CourseDir."""
+    from nbgrader.api import Assignment as Assigned
+    from nbgrader.api import Student, SubmittedAssignment
+
+    from .gradebook import _gradebook
+
+    with _gradebook(place) as gb:
+        assigned = {a: Assigned(name=a) for a in sorted({a for _, a in submissions})}
+        students = {s: Student(id=s) for s in sorted({s for s, _ in submissions})}
+        gb.db.add_all([*assigned.values(), *students.values()])
+        gb.db.add_all([SubmittedAssignment(assignment=assigned[a], student=students[s]) for s, a in submissions])
+        gb.db.commit()
