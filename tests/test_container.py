@@ -1,6 +1,7 @@
 """The container, without Docker (none in CI): the Dockerfile is hadolint-clean, it installs every
-system tool the Makefile checks for, make installs nothing once the image is built, and the entry
-point fills the learner's work folder without ever overwriting a file."""
+system tool the Makefile checks for on either base, make installs nothing once the image is built,
+and the entry point fills the learner's work folder without ever overwriting a file. Building the
+image and checking it (docker/smoke.sh) stays out of the suite: see the README's "In a container"."""
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = REPO / "Dockerfile"
 ENTRYPOINT = REPO / "docker" / "entrypoint.py"
-IMAGE_PYTHON_PROVIDES = {"python3-dev"}  # the python image's own Python ships Python.h
+IMAGE_PYTHON_PROVIDES = {"python3-dev"}  # the python image's own Python ships Python.h; other bases: below
 
 
 def hadolint(dockerfile: Path, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -47,6 +48,26 @@ def test_image_installs_every_system_tool_the_makefile_checks_for():
     assert {"bubblewrap", "nodejs", "npm", "python3-dev"} <= wanted  # the pattern still reads the Makefile
     install = re.search(r"apt-get install -y --no-install-recommends ([^&\\]+)", DOCKERFILE.read_text())
     assert wanted - IMAGE_PYTHON_PROVIDES <= set(install.group(1).split())
+
+
+def test_the_base_is_a_build_argument_and_a_base_without_python_gets_debians():
+    """`--build-arg BASE=...` swaps the python:3.11 image for any bookworm base (docker/local-base.sh
+    makes one with debootstrap). Such a base lacks the python image's /usr/local/bin/python3.11 and
+    gets Debian's 3.11, with the venv module and Python.h (the Makefile's python3-dev check)."""
+    text = DOCKERFILE.read_text()
+    instructions = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert re.fullmatch(r"ARG BASE=python:3\.11[\w.-]*bookworm", instructions[0]), instructions[0]
+    assert instructions[1] == "FROM ${BASE}"
+    fallback = re.search(r"if \[ ! -x /usr/local/bin/python3\.11 \]; then[\s\\]*[^;]*?"
+                         r"apt-get install -y --no-install-recommends ([^;]+);", text)
+    assert fallback and {"python3", "python3-dev", "python3-venv"} <= set(fallback.group(1).split())
+    assert "python3 -m venv" in text  # Debian's python3 comes with no `python` command
+
+
+def test_the_container_scripts_parse():
+    for script in ("smoke.sh", "local-base.sh"):
+        result = subprocess.run(["sh", "-n", str(REPO / "docker" / script)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
 
 
 def make_dry_run(checkout: Path) -> str:
