@@ -133,8 +133,11 @@ class Demo:
     def swept(self) -> list[str]:
         keys = set()
         for device in self.learners:
-            sizes = [c.sizes for c in self.comparisons(device)]
-            keys |= {k for one in sizes for k in one if len({_json(s.get(k)) for s in sizes}) > 1}
+            values: dict[str, set] = {}
+            for sizes in {_json(c.sizes): c.sizes for c in self.comparisons(device)}.values():
+                for key in sizes:
+                    values.setdefault(key, set()).add(_json(sizes[key]))
+            keys |= {k for k, seen in values.items() if len(seen) > 1}
         return sorted(keys)
 
     @staticmethod
@@ -142,9 +145,9 @@ class Demo:
         point = ", ".join(f"{k}={comparison.sizes[k]}" for k in swept if k in comparison.sizes)
         return f"{variant} at {point}" if point else variant
 
-    def speedups(self, device: Device) -> dict[str, list[float]]:
+    def speedups(self, device: Device, swept: list[str] | None = None) -> dict[str, list[float]]:
         """Row label -> each learner's speed-up on ``device`` (one per learner), in student order."""
-        swept, found = self.swept(), {}
+        swept, found = self.swept() if swept is None else swept, {}
         for mine in self.learners[device].values():
             theirs = {}
             for comparison in mine.values():
@@ -222,7 +225,7 @@ def _assessed(claim: claims.Claim, comparisons: list[Comparison], ledger: list[c
 def _demo_html(demo: Demo, index: int, ledger: list[claims.Claim], plot: bool = True) -> str:
     refs, swept, rows, series = matched_references(demo), demo.swept(), [], {}
     for device in demo.devices():
-        for label, values in demo.speedups(device).items():
+        for label, values in demo.speedups(device, swept).items():
             spread = Spread.of(values)
             rows.append({"device": device[0], "mode": "QUICK" if device[1] else "full", "variant": label,
                          "learners": spread.n, "median speed-up": format_ratio(spread.median),
