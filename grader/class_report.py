@@ -348,15 +348,20 @@ def students_page(subs: list[Submission]) -> str:
                                  "the mode, the records accepted and those left out")])
 
 
+def _cell(value):
+    """A CSV cell a spreadsheet shows as text: a learner's string starting with = + - @ is no formula."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def write_csv(subs: list[Submission], path: Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for sub in subs:
             for record in sub.records:
-                row = asdict(record)
-                writer.writerow({**row, "student": sub.student, "assignment": sub.assignment,
-                                 "sizes": json.dumps(record.sizes, sort_keys=True)})
+                row = {**asdict(record), "student": sub.student, "assignment": sub.assignment,
+                       "sizes": json.dumps(record.sizes, sort_keys=True)}
+                writer.writerow({k: _cell(row[k]) for k in CSV_FIELDS})
 
 
 def write(subs: list[Submission], out: Path) -> list[Path]:

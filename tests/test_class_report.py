@@ -56,7 +56,7 @@ CLASS = {
     "stu_forger": [comparison(T4, {"vectorized": 3.0}),                                     # honest: kept
                    [{**r, "speedup": 5.0} if r["role"] == "variant" else r for r in comparison(T4, {"vectorized": 2.0})],
                    [{**r, "tip": "T999"} for r in comparison(T4, {"vectorized": 9.0})]],
-    "stu_c1": [comparison(CPU, {"vectorized": 0.5})],
+    "stu_c1": [comparison(CPU, {"vectorized": 0.5}), comparison(CPU, {"=HYPERLINK(1)": 2.0}, title="formula")],
     "stu_d1": [comparison(CPU, {"vectorized": 0.25})],                                     # autograded/ only
 }
 
@@ -84,7 +84,8 @@ def test_the_aggregates_of_a_class_on_three_devices_with_forged_and_broken_recor
     assert len(subs) == 11 and {s.tree for s in subs if s.student == "stu_d1"} == {"autograded"}
     assert class_report.rejections(subs) == Counter({"speed-up contradicts medians": 1, "unknown tip": 2,
                                                      "not a notebook": 1, class_report.MISSING: 1})
-    [demo] = class_report.demos(subs)
+    formula, demo = class_report.demos(subs)
+    assert formula.title == "formula"
     assert (demo.tip, demo.title, demo.baseline(), demo.swept()) == ("T005", "sums", "loop", [])
     assert demo.devices() == [(H100, False), (T4, True), (CPU, True)]
     spread = {d: class_report.Spread.of(demo.speedups(d)["vectorized"]) for d in demo.devices()}
@@ -106,14 +107,15 @@ def test_the_page_shows_aggregates_without_student_ids_and_the_learners_page_nam
                   [AID, "5", "3", "0", "1", "1"], [OTHER, "0", "0", "0", "1", "0"],
                   ["speed-up contradicts medians", "1"], ["unknown tip", "2"], [class_report.MISSING, "1"]):
         assert "<tr>" + "".join(f"<td>{c}</td>" for c in cells) in text, cells
-    assert text.count('data-plot="devices"') == 1
+    assert text.count('data-plot="devices"') == 2
     shown = learners.read_text()
     assert all(s in shown for s in (*CLASS, "stu_broken", "stu_ghost"))
     assert "<td>stu_forger</td><td>00_measure_first</td><td>submitted</td><td>NVIDIA T4</td><td>QUICK</td><td>3</td>" in shown
     assert "<td>stu_ghost</td><td>00_measure_first</td><td>missing</td>" in shown
     rows = list(csv.DictReader(table.open()))
-    assert len(rows) == 18 == sum(len(s.records) for s in subs)
+    assert len(rows) == 20 == sum(len(s.records) for s in subs)
     assert Counter(r["student"] for r in rows)["stu_a1"] == 3 and {r["tip"] for r in rows} == {"T005"}
+    assert {r["variant"] for r in rows if r["title"] == "formula"} == {"loop", "'=HYPERLINK(1)"}  # text, not a formula
 
 
 def test_plots_are_capped_so_made_up_comparisons_cannot_flood_the_page(synthetic, monkeypatch):
@@ -132,7 +134,7 @@ def test_the_command_writes_the_report_and_refuses_bad_input_clearly(synthetic, 
     place, _ = synthetic
     assert cli.main(["class-report", "--course-dir", str(place.path), "--out", str(tmp_path / "r"), "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "11 submission(s), 18 record(s) accepted, left out: not a notebook 1" in out
+    assert "11 submission(s), 20 record(s) accepted, left out: not a notebook 1" in out
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["class_records.csv", "class_report.html", "students.html"]
     assert cli.main(["class-report", "--course-dir", str(tmp_path / "nowhere")]) == 2
     assert "is not a course directory" in capsys.readouterr().err
@@ -190,9 +192,9 @@ def test_the_page_renders_its_tables_and_plots_in_a_browser(synthetic, chromium,
     try:
         page.goto(page_path.as_uri())
         assert page.locator("h1").inner_text() == "The class's measurements"
-        assert page.locator("table").count() == 4 and page.locator("tr").count() > 10
-        plot = page.locator('img[data-plot="devices"]')
-        assert plot.count() == 1 and plot.evaluate("img => img.complete && img.naturalWidth > 300")
-        assert plot.bounding_box()["height"] > 100
+        assert page.locator("table").count() == 5 and page.locator("tr").count() > 10
+        plots = page.locator('img[data-plot="devices"]')
+        assert plots.count() == 2 and plots.evaluate_all("all => all.every(i => i.complete && i.naturalWidth > 300)")
+        assert plots.first.bounding_box()["height"] > 100
     finally:
         page.close()
