@@ -277,9 +277,9 @@ def _inventory(subs: list[Submission]) -> str:
     devices: dict[tuple[str, str], set] = {}
     for sub in subs:
         for r in sub.records:
-            kind = r.runs_on.split(":")[0]
+            ran_on = r.runs_on.split(":")[0]
+            kind = "CPU" if ran_on == "cpu" else f"GPU ({ran_on})"
             name = (r.variant_device_name or r.device_name) if r.variant_device else r.device_name
-            kind = "CPU" if kind == "cpu" else f"GPU ({kind})"
             devices.setdefault((kind, name), set()).add(sub.student)
     device_rows = [{"kind": kind, "device": name, "learners": len(students)}
                    for (kind, name), students in sorted(devices.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1]))]
