@@ -188,14 +188,19 @@ def _mode_words(modes: list) -> str:
     return "training mode" if all(modes) else "eval mode" if not any(modes) else "a mix of modes"
 
 
+def _modes_restored(what: str, rec: dict, when: str, advice: str) -> None:
+    """The model's mode, inference mode and grad mode as they were before the call."""
+    expect(rec["modes_after"] == rec["modes_before"],
+           f"{what}: the model came in {_mode_words(rec['modes_before'])} and left in "
+           f"{_mode_words(rec['modes_after'])}; {advice}")
+    expect(rec["autograd_after"] == {"inference": False, "grad": True},
+           f"{what}: {when}, inference mode and grad mode must be as before (off and on), "
+           f"found {rec['autograd_after']}")
+
+
 def batched_restores(evidence: Evidence, inputs: dict) -> None:
     for _, what, rec, want in _cases(evidence, inputs, plain=True):
-        expect(rec["modes_after"] == rec["modes_before"],
-               f"{what}: the model came in {_mode_words(rec['modes_before'])} and left in "
-               f"{_mode_words(rec['modes_after'])}; it must leave in the mode it came in")
-        expect(rec["autograd_after"] == {"inference": False, "grad": True},
-               f"{what}: after the call, inference mode and grad mode must be as before (off and on), "
-               f"found {rec['autograd_after']}")
+        _modes_restored(what, rec, "after the call", "it must leave in the mode it came in")
         expect(rec["state_same"] is True, f"{what}: the model's parameters or buffers (values, dtypes or "
                "requires_grad) changed: batched_predict must not modify the model")
         expect(rec["rng_same"] is True, f"{what}: torch's global random number generator changed: "
@@ -212,12 +217,7 @@ def batched_restores(evidence: Evidence, inputs: dict) -> None:
                "reach the caller")
         expect(rec["propagated"] is True, f"{what}: batched_predict raised {rec['raised']}; the model's own "
                "exception must reach the caller unchanged (restore the mode in a finally block)")
-        expect(rec["modes_after"] == rec["modes_before"],
-               f"{what}: the model came in {_mode_words(rec['modes_before'])} and was left in "
-               f"{_mode_words(rec['modes_after'])}; restore its mode on every path (try/finally)")
-        expect(rec["autograd_after"] == {"inference": False, "grad": True},
-               f"{what}: after the exception, inference mode and grad mode must be as before (off and on), "
-               f"found {rec['autograd_after']}")
+        _modes_restored(what, rec, "after the exception", "restore its mode on every path (try/finally)")
 
 
 # ---- export_and_reload -------------------------------------------------------------------------
