@@ -8,6 +8,7 @@ shard. Scores go through nbgrader's own API, which keeps formgrader, ``nbgrader 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -114,6 +115,14 @@ def _record_once(place: CourseDir, assignment: Assignment, result: Result, times
                 _auto_scores(gb, key).get(key, []))
 
 
+def _replace(path: Path, write) -> None:
+    """Write a new file beside ``path`` and put it in its place: nbgrader's own autograde leaves its
+    files read-only, which only root could overwrite in place (and a kill leaves no half file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
 def write_autograded(course_dir: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:
     """The notebook nbgrader's feedback and formgrader render: a summary of the verdicts first, then
     the exercises of the released notebook (no hidden checks in it) with the student's answers and
@@ -141,10 +150,10 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
     nb.cells = [nbformat.v4.new_markdown_cell(_summary(assignment, result, points)), *_exercises(nb.cells)]
     target = course_dir / "autograded" / result.student / assignment.id
     target.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target / assignment.notebook_name)
+    _replace(target / assignment.notebook_name, lambda tmp: nbformat.write(nb, tmp))
     for name in EXCHANGE_FILES:  # nbgrader's feedback and release_feedback file the feedback under these
         if (submitted / name).is_file():
-            shutil.copy(submitted / name, target / name)
+            _replace(target / name, lambda tmp: shutil.copyfile(submitted / name, tmp))
     return target / assignment.notebook_name
 
 

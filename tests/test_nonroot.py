@@ -72,6 +72,16 @@ def test_an_ordinary_user_grades_in_a_user_namespace(home):
         assert f"sample_{student} {AID}: {expected[student]} / 10" in done.stdout, done.stdout
     grader_uid = UNPRIVILEGED if os.geteuid() == 0 else os.geteuid()
     assert (course_dir / "gradebook.db").stat().st_uid == grader_uid  # the grader really ran as that user
+    # nbgrader's own autograde (formgrader's button) leaves the autograded files read-only: a regrade
+    # replaces them, which root could do anyway and this user only by writing beside them
+    graded = [p for p in (course_dir / "autograded").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".ipynb" for p in graded)
+    for path in graded:
+        path.chmod(0o444)
+    again = subprocess.run(_as_unprivileged_user([*argv, "--force"], tmp_path), capture_output=True, text=True,
+                           cwd=course.REPO_ROOT)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert all(f"sample_{student} {AID}: {expected[student]} / 10" in again.stdout for student in STUDENTS)
 
 
 def test_forbidden_user_namespaces_get_a_message_that_says_what_to_enable(monkeypatch):
