@@ -68,22 +68,24 @@ def inputs() -> dict:
         "memory4": ["memory", [4], {}],
         "none": ["main", [0], {}],
     }
+    # Phases sleep; under heavy load a sleep overshoots by milliseconds, so the answer's margin over the
+    # runner-up is at least 10 ms per recorded step in every case (the profile's totals add the steps).
     cases = {
         "slowest_model": _case([_phase("load", 3.0), _phase("model", 20.0), _phase("log", 1.0)], defaults=True),
         "slowest_fetch": _case([_phase("fetch", 20.0), _phase("compute", 3.0), _phase("report", 1.0)],
                                steps=2, warmup=1),
         "slowest_third": _case([_phase("read", 2.0), _phase("resize", 4.0), _phase("encode", 18.0),
                                 _phase("write", 3.0)], steps=3, warmup=2),
-        "shared_helper": _case([_phase("load", 0.0, [["io", 16.0]]), _phase("augment", 0.0, [["io", 16.0]]),
-                                _phase("model", 24.0)], steps=2, warmup=1),
-        "total_nested": _case([_phase("wrapped", 0.0, [["wrapped: inner work", 20.0]]), _phase("plain", 10.0)]),
+        "shared_helper": _case([_phase("load", 0.0, [["io", 24.0]]), _phase("augment", 0.0, [["io", 24.0]]),
+                                _phase("model", 36.0)], steps=3, warmup=1),
+        "total_nested": _case([_phase("wrapped", 0.0, [["wrapped: inner work", 30.0]]), _phase("plain", 10.0)]),
         "warmup_one": _case([_phase("build cache", 1.0, first_ms=120.0, first_calls=1), _phase("steady work", 20.0)],
                             steps=3, warmup=1),
         "warmup_two": _case([_phase("train", 15.0), _phase("lazy init", 1.0, first_ms=60.0, first_calls=2)],
                             steps=2, warmup=2),
         "warmup_zero": _case([_phase("encode", 3.0), _phase("upload", 15.0)], steps=1, warmup=0),
-        # decode's range holds a range named "augment": the row "augment" adds it to augment's own 15 ms
-        GATE: _case([_phase("decode", 0.0, [["augment", 30.0]]), _phase("augment", 15.0), _phase("log", 2.0)],
+        # decode's range holds a range named "augment": the row "augment" adds it to augment's own 25 ms
+        GATE: _case([_phase("decode", 0.0, [["augment", 40.0]]), _phase("augment", 25.0), _phase("log", 2.0)],
                     steps=2, warmup=1),
         "raises": _case([_phase("fine", 1.0), _phase("breaks", 1.0, raises=2)], steps=2, warmup=1),
     }
