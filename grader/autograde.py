@@ -219,11 +219,8 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: di
 
 
 def _write_json(path: Path, data) -> None:
-    """Atomic: a kill leaves the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    gradebook.replace_file(path, lambda tmp: tmp.write_text(json.dumps(data)))
 
 
 def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:

@@ -33,7 +33,7 @@ from utils.records import Record
 from utils.tables import STYLE, html_table
 from utils.units import format_ratio
 
-from . import class_records
+from . import class_records, database
 from .coursedir import CourseDir
 from .errors import CourseError
 
@@ -70,9 +70,7 @@ def listed(place: CourseDir) -> list[tuple[str, str]]:
     """(student, assignment) of every submission the gradebook holds, sorted."""
     from nbgrader.api import Assignment, SubmittedAssignment
 
-    from .gradebook import _gradebook
-
-    with _gradebook(place) as gb:
+    with database.gradebook(place) as gb:
         rows = (gb.db.query(SubmittedAssignment.student_id, Assignment.name)
                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id).all())
     return sorted((str(s), str(a)) for s, a in rows)

@@ -10,6 +10,8 @@ instead (``gradebook.record``), so that graders write at the same time.
 from __future__ import annotations
 
 import contextlib
+import logging
+import warnings
 
 from .coursedir import CourseDir
 from .errors import CourseError
@@ -17,6 +19,18 @@ from .errors import CourseError
 SQLITE_FILE = "gradebook.db"
 SETUP_LOCK = 7_411_905_203  # any fixed number: the advisory-lock key of the gradebook set-up step
 URL_FORM = "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+
+
+def gradebook(place: CourseDir):
+    """nbgrader's Gradebook on the course's database (use it as a context manager)."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9 vs SQLAlchemy 2.x session notices
+    # nbgrader logs a traceback for each insert the database refuses, then raises InvalidEntry with the
+    # same message: gradebook.record() retries those, and raises the last one
+    logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
+    return Gradebook(url(place))
 
 
 def url(place: CourseDir) -> str:

@@ -7,10 +7,8 @@ shard. Scores go through nbgrader's own API, which keeps formgrader, ``nbgrader 
 """
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-import warnings
 from pathlib import Path
 
 import nbformat
@@ -22,22 +20,11 @@ from .coursedir import CourseDir
 from .grading import Result, source_cells
 
 
-def _gradebook(place: CourseDir):
-    from nbgrader.api import Gradebook
-    from sqlalchemy.exc import SAWarning
-
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader 0.9 vs SQLAlchemy 2.x session notices
-    # nbgrader logs a traceback for each insert the database refuses, then raises InvalidEntry with the
-    # same message: record() retries those, and raises the last one
-    logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
-    return Gradebook(database.url(place))
-
-
 def recorded(place: CourseDir | Path) -> dict[tuple[str, str], list]:
     """(assignment, student) -> the automatic scores the gradebook holds for that submission,
     ``[[grade cell, score], ...]``. The ledger keeps the same list, so a score changed by anything
     but this grader (nbgrader's own autograde, a script) gets that submission graded again."""
-    with _gradebook(CourseDir.of(place)) as gb:
+    with database.gradebook(CourseDir.of(place)) as gb:
         return _auto_scores(gb)
 
 
@@ -87,7 +74,7 @@ def _record_once(place: CourseDir, assignment: Assignment, result: Result, times
     from nbgrader.utils import parse_utc
 
     notebook_id = assignment.id
-    with _gradebook(place) as gb:
+    with database.gradebook(place) as gb:
         gb.update_or_create_student(result.student)
         try:
             submission = gb.find_submission(assignment.id, result.student)
@@ -115,9 +102,10 @@ def _record_once(place: CourseDir, assignment: Assignment, result: Result, times
                 _auto_scores(gb, key).get(key, []))
 
 
-def _replace(path: Path, write) -> None:
-    """Write a new file beside ``path`` and put it in its place: nbgrader's own autograde leaves its
-    files read-only, which only root could overwrite in place (and a kill leaves no half file)."""
+def replace_file(path: Path, write) -> None:
+    """``write(tmp)`` a new file beside ``path``, then put it in its place: a kill leaves the old file
+    or the new one, never half of one, and a read-only file (nbgrader's own autograde leaves them so)
+    is replaced where only root could overwrite it."""
     tmp = path.with_name(f".{path.name}.tmp")
     write(tmp)
     os.replace(tmp, path)
@@ -150,10 +138,10 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
     nb.cells = [nbformat.v4.new_markdown_cell(_summary(assignment, result, points)), *_exercises(nb.cells)]
     target = course_dir / "autograded" / result.student / assignment.id
     target.mkdir(parents=True, exist_ok=True)
-    _replace(target / assignment.notebook_name, lambda tmp: nbformat.write(nb, tmp))
+    replace_file(target / assignment.notebook_name, lambda tmp: nbformat.write(nb, tmp))
     for name in EXCHANGE_FILES:  # nbgrader's feedback and release_feedback file the feedback under these
         if (submitted / name).is_file():
-            _replace(target / name, lambda tmp: shutil.copyfile(submitted / name, tmp))
+            replace_file(target / name, lambda tmp: shutil.copyfile(submitted / name, tmp))
     return target / assignment.notebook_name
 
 

@@ -41,6 +41,7 @@ class LocalServer:
 
 
 def _free_port() -> int:
+    """As utils.distributed.free_port, which cannot be imported here: that module loads torch."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

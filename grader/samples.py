@@ -14,6 +14,7 @@ import nbformat
 from utils import records
 from utils.comparison import group_records
 
+from . import database
 from .course import Assignment, answer_cells
 from .errors import CourseError
 
@@ -78,6 +79,14 @@ def load_runs(paths: list[Path]) -> list[list[records.Record]]:
     return runs
 
 
+def _submit(course_dir: Path, student: str, assignment: Assignment, nb: nbformat.NotebookNode) -> str:
+    """``nb`` as ``student``'s submission, where nbgrader's exchange puts it; returns the student id."""
+    target = course_dir / "submitted" / student / assignment.id
+    target.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target / assignment.notebook_name)
+    return student
+
+
 def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path,
                   runs: list[list[records.Record]] = ()) -> list[str]:
     """Write every sample as ``submitted/sample_<name>/<assignment>/<notebook>``; returns student ids.
@@ -86,14 +95,10 @@ def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path,
     release_nb = nbformat.read(release_dir / assignment.notebook_name, as_version=4)
     students = []
     for i, (name, answers) in enumerate(sample_answers(assignment).items()):
-        student = f"sample_{name}"
-        target = course_dir / "submitted" / student / assignment.id
-        target.mkdir(parents=True, exist_ok=True)
         nb = fill(release_nb, answers)
         if runs:
             nb = carry(nb, [r for r in runs[i % len(runs)] if r.notebook == assignment.id])
-        nbformat.write(nb, target / assignment.notebook_name)
-        students.append(student)
+        students.append(_submit(course_dir, f"sample_{name}", assignment, nb))
     return students
 
 
@@ -108,11 +113,7 @@ def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: 
     students = {}
     for i in range(n):
         name, answers = samples[i % len(samples)]
-        student = f"{prefix}{i:03d}_{name}"
-        target = course_dir / "submitted" / student / assignment.id
-        target.mkdir(parents=True, exist_ok=True)
-        nbformat.write(fill(release_nb, answers), target / assignment.notebook_name)
-        students[student] = name
+        students[_submit(course_dir, f"{prefix}{i:03d}_{name}", assignment, fill(release_nb, answers))] = name
     return students
 
 
@@ -123,9 +124,7 @@ def enroll(place, submissions: list[tuple[str, str]]) -> None:
     from nbgrader.api import Assignment as Assigned
     from nbgrader.api import Student, SubmittedAssignment
 
-    from .gradebook import _gradebook
-
-    with _gradebook(place) as gb:
+    with database.gradebook(place) as gb:
         assigned = {a: Assigned(name=a) for a in sorted({a for _, a in submissions})}
         students = {s: Student(id=s) for s in sorted({s for s, _ in submissions})}
         gb.db.add_all([*assigned.values(), *students.values()])
