@@ -78,3 +78,40 @@ def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd, mon
     assert transport == "ipc" and folder.name.startswith("course-kernel-")
     assert not folder.exists()  # removed with the kernel
     assert "without encryption" not in capfd.readouterr().err
+
+
+def _import_in_a_new_python(package_root, env):
+    subprocess.run([sys.executable, "-c", "import fakepkg"], cwd=package_root, env=env, check=True)
+
+
+def test_kernels_share_a_bytecode_cache_where_python_would_keep_none(tmp_path, monkeypatch):
+    """A container image with PYTHONDONTWRITEBYTECODE and no .pyc: without the shared cache every
+    kernel compiles torch again; with it the first kernel writes bytecode that the next one reads."""
+    package = tmp_path / "src" / "fakepkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    cache = tmp_path / "cache"
+    image_env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    changes = execute.shared_bytecode(image_env, package, cache)
+    assert changes == {"PYTHONPYCACHEPREFIX": str(cache), "PYTHONDONTWRITEBYTECODE": None}
+
+    _import_in_a_new_python(package.parent, image_env)
+    assert not list(tmp_path.rglob("*.pyc")), "as the image is, no bytecode is kept"
+    kernel_env = {k: v for k, v in {**image_env, **changes}.items() if v is not None}
+    _import_in_a_new_python(package.parent, kernel_env)
+    mirrored = cache / package.relative_to(package.anchor) / f"__init__.{sys.implementation.cache_tag}.pyc"
+    assert mirrored.exists(), sorted(str(p) for p in cache.rglob("*.pyc"))
+    assert not (package / "__pycache__").exists(), "the package's own folder is left as it was"
+
+
+def test_bytecode_settings_stay_as_they_are_where_python_keeps_bytecode(tmp_path):
+    package = tmp_path / "fakepkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    assert execute.shared_bytecode({"PYTHONPYCACHEPREFIX": "/mine"}, package, tmp_path / "c") == {}, \
+        "a prefix the user chose is kept"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+    assert execute.shared_bytecode({"PYTHONDONTWRITEBYTECODE": "1"}, package, tmp_path / "c") == {}, \
+        "bytecode beside the sources is read whatever PYTHONDONTWRITEBYTECODE says"
+    assert execute.shared_bytecode({}, Path(torch.__file__).parent, tmp_path / "c") == {}, \
+        "this machine's torch has its bytecode"

@@ -100,7 +100,7 @@ def test_phase_times_ops_inside_and_python_caller_read_a_profile():
     assert len(ops) > 2 * 4 * 10 and all(e.name.startswith("aten::") for e in ops)   # dozens of calls per image
     callers = {profiling.python_caller(e) for e in ops}
     assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in callers), callers
-    assert profiling.top_self_operator(prof).key.startswith("aten::")
+    assert profiling.top_self_operator(prof.key_averages()).key.startswith("aten::")
     assert len(profiling.occurrences_ms(prof, "model: forward + loss")) == 2
 
 

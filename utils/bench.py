@@ -77,8 +77,12 @@ def _timer(fn: Callable[[], object], label: str, device: torch.device) -> benchm
 
 
 def _block_size(timer: benchmark.Timer, min_run_time: float) -> int:
-    """Calls per block so that a block lasts ~min_run_time / BLOCKS_PER_ROUND."""
-    one_call = timer.timeit(1).median
+    """Calls per block so that a block lasts ~min_run_time / BLOCKS_PER_ROUND, from one timed call
+    (the variant is already warm: ``Timer.timeit(1)`` would add two more, seconds for a long call)."""
+    from torch.utils.benchmark.utils import common
+
+    with common.set_torch_threads(timer._task_spec.num_threads):
+        one_call = timer._timeit(1)
     target = max(min_run_time / BLOCKS_PER_ROUND, MIN_BLOCK_S)
     return max(1, math.ceil(target / max(one_call, 1e-9)))
 

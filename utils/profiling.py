@@ -204,12 +204,15 @@ def gpu_ms_per_step(prof, steps: int) -> float:
                                bool(getattr(e, "is_user_annotation", False)))) / 1e3 / steps
 
 
-def phase_times(prof, names, steps: int, device: torch.device | str = "cpu") -> dict[str, dict[str, float]]:
+def phase_times(prof, names, steps: int, device: torch.device | str = "cpu",
+                averages=None) -> dict[str, dict[str, float]]:
     """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU kernel time
     launched inside it ("GPU kernel time"), plus the whole step (``STEP``) as the last entry: its
-    CPU time is the ``ProfilerStep*`` row's, its GPU time every kernel the profile recorded."""
+    CPU time is the ``ProfilerStep*`` row's, its GPU time every kernel the profile recorded.
+    ``averages``: the profile's ``key_averages()`` if you have it (each call walks every event again)."""
     keys = {**{n: n for n in names}, STEP: PROFILER_STEP}
-    totals = {e.key: e.cpu_time_total for e in prof.key_averages() if e.device_type == CPU}
+    averages = prof.key_averages() if averages is None else averages
+    totals = {e.key: e.cpu_time_total for e in averages if e.device_type == CPU}
     columns = {"CPU time": {n: totals.get(key, 0.0) / 1e3 / steps for n, key in keys.items()}}
     if torch.device(device).type == "cuda":
         windows = {n: label_events(prof, n) for n in names}
@@ -230,9 +233,9 @@ def ops_inside(prof, label: str) -> list:
     return found
 
 
-def top_self_operator(prof):
-    """The ``aten::`` operator with the largest self CPU time in ``key_averages()``."""
-    ops = [e for e in prof.key_averages() if e.device_type == CPU and e.key.startswith("aten::")]
+def top_self_operator(averages):
+    """The ``aten::`` operator with the largest self CPU time in a profile's ``key_averages()``."""
+    ops = [e for e in averages if e.device_type == CPU and e.key.startswith("aten::")]
     return max(ops, key=lambda e: e.self_cpu_time_total)
 
 
