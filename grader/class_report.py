@@ -1,9 +1,10 @@
 """The class device report (issue 20): what the class measured, and on which devices.
 
-    python -m grader class-report --course-dir DIR [--db-url URL] [--out DIR/class_report]
+    python -m grader class-report --course-dir DIR [--also-from SHARD_DIR ...] [--db-url URL] [--out DIR/class_report]
 
 The submissions are the gradebook's (SQLite or PostgreSQL, one grader or a sharded class); each
-one's notebook is read from ``DIR/submitted/<student>/<assignment>/`` (else ``DIR/autograded/``)
+one's notebook is read from ``DIR/submitted/<student>/<assignment>/`` (else ``DIR/autograded/``),
+else from the same places in each ``--also-from`` folder (the other shards' course directories),
 by ``class_records``, as untrusted data: a missing file is counted, a rejected record is counted
 by its reason. Written to the output folder:
 
@@ -76,13 +77,14 @@ def listed(place: CourseDir) -> list[tuple[str, str]]:
     return sorted((str(s), str(a)) for s, a in rows)
 
 
-def read(course_dir: Path, student: str, assignment: str, tips: set[str]) -> Submission:
-    """One submission's records, from the first tree that has its notebook."""
-    for tree in TREES:
-        path = Path(course_dir) / tree / student / assignment / f"{assignment}.ipynb"
-        if path.exists():
-            found = class_records.read(path, tips)
-            return Submission(student, assignment, tree, found.records, found.rejected)
+def read(course_dirs: tuple[Path, ...], student: str, assignment: str, tips: set[str]) -> Submission:
+    """One submission's records, from the first course folder and tree that has its notebook."""
+    for course_dir in course_dirs:
+        for tree in TREES:
+            path = Path(course_dir) / tree / student / assignment / f"{assignment}.ipynb"
+            if path.exists():
+                found = class_records.read(path, tips)
+                return Submission(student, assignment, tree, found.records, found.rejected)
     return Submission(student, assignment)
 
 
@@ -90,12 +92,15 @@ def _read_all(jobs: list[tuple]) -> list[Submission]:
     return [read(*job) for job in jobs]
 
 
-def gather(place: CourseDir, workers: int = 1) -> list[Submission]:
-    """Every submission the gradebook lists, read from the course folder (``workers`` processes)."""
-    if not place.path.is_dir():
-        raise CourseError(f"{place.path} is not a course directory (no such folder)")
+def gather(place: CourseDir, workers: int = 1, also: tuple[Path, ...] = ()) -> list[Submission]:
+    """Every submission the gradebook lists, read from the course folder or, in a sharded class,
+    from the other shards' folders ``also`` (``workers`` processes)."""
+    folders = (place.path, *also)
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise CourseError(f"{folder} is not a course directory (no such folder)")
     tips = class_records.course_tips()
-    jobs = [(place.path, student, assignment, tips) for student, assignment in listed(place)]
+    jobs = [(folders, student, assignment, tips) for student, assignment in listed(place)]
     if workers < 2 or len(jobs) < PARALLEL_FROM:
         return _read_all(jobs)
     chunks = [jobs[i::workers * 4] for i in range(workers * 4)]

@@ -170,7 +170,7 @@ def cmd_class_report(args) -> int:
     if not args.course_dir.is_dir():
         raise CourseError(f"{args.course_dir} is not a course directory (no such folder)")
     _require_gradebook(args.course)
-    subs = class_report.gather(args.course, args.workers)
+    subs = class_report.gather(args.course, args.workers, tuple(args.also_from or ()))
     out = args.out or args.course_dir / "class_report"
     written = class_report.write(subs, out)
     rejected = class_report.rejections(subs)
@@ -233,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_db_url(with_course_dir("class-report", "one HTML page of what the class measured, by device, and a CSV"))
     p.add_argument("--out", type=lambda v: Path(v).expanduser().resolve(),
                    help="the folder for class_report.html, students.html and class_records.csv (default: DIR/class_report)")
+    p.add_argument("--also-from", type=_course_dir, action="append", metavar="SHARD_DIR",
+                   help="a sharded class: another shard's course directory, where the notebooks of the submissions "
+                        "it graded are (repeat for each; the gradebook is --db-url's)")
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8), help="processes reading notebooks")
     p.set_defaults(func=cmd_class_report)
     return parser

@@ -157,6 +157,26 @@ def test_a_postgresql_gradebook_gives_the_same_class(synthetic, tmp_path):
         assert class_report.gather(place) == subs
 
 
+def test_a_class_graded_in_two_shard_folders_is_read_from_both(synthetic, tmp_path, capsys):
+    """Each shard keeps its own course directory: half the notebooks are in the other shard's."""
+    place, subs = synthetic
+    first, second = tmp_path / "shard0", tmp_path / "shard1"
+    shutil.copytree(place.path, first)
+    moved = ["stu_a2", "stu_b1", "stu_forger", "stu_d1"]
+    for student in moved:
+        for tree in class_report.TREES:
+            if (first / tree / student).exists():
+                shutil.move(first / tree / student, second / tree / student)
+    one_shard = class_report.gather(CourseDir(first))
+    assert {s.student for s in one_shard if not s.tree} == {*moved, "stu_ghost"}, "the other shard's are missing"
+    both = class_report.gather(CourseDir(first), also=(second,))
+    assert both == subs
+    assert cli.main(["class-report", "--course-dir", str(first), "--also-from", str(second), "--workers", "1"]) == 0
+    assert "11 submission(s), 20 record(s) accepted" in capsys.readouterr().out
+    assert cli.main(["class-report", "--course-dir", str(first), "--also-from", str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'} is not a course directory" in capsys.readouterr().err
+
+
 def test_the_bundled_runs_make_sample_submissions_from_three_devices_beside_the_references(tmp_path):
     runs = load_runs([course.REPO_ROOT / "grader/sample_records/cpu-quick",
                       course.REPO_ROOT / "grader/sample_records/h200-quick", references.REFERENCES / "h100-2026-11-25"])
