@@ -101,7 +101,9 @@ def test_phase_times_ops_inside_and_python_caller_read_a_profile():
     callers = {profiling.python_caller(e) for e in ops}
     assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in callers), callers
     assert profiling.top_self_operator(prof.key_averages()).key.startswith("aten::")
-    assert len(profiling.occurrences_ms(prof, "model: forward + loss")) == 2
+    occurrences = profiling.occurrences_ms(prof, "model: forward + loss")
+    assert occurrences == pytest.approx([e.cpu_time_total / 1e3 for e in profiling.label_events(
+        prof, "model: forward + loss")], abs=2e-3) and len(occurrences) == 2, "the event tree's durations, in order"
 
 
 def test_cprofile_readers_and_attempt():

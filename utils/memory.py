@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from typing import Callable
 
 import torch
@@ -104,10 +105,13 @@ def _memory_events(fn: Callable[[], object], device_type: str) -> tuple[list[int
     order; and its result. A free counts only if its block was allocated during ``fn``: the allocator
     also reports the size of blocks allocated under an earlier profiling session, and those would pull
     the figure down."""
-    # acc_events: one cycle only, and it stops torch's "Profiler clears events" warning on GPU machines.
-    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True,
-                                         acc_events=True) as prof:
-        result = fn()
+    # Only kineto's raw events are read. acc_events=True would also silence torch's "Profiler clears
+    # events" notice, but it turns every event into a Python object at exit: 0.47 s instead of 0.035 s
+    # for a call of 1,800 operators on the 2-core VM. The notice is filtered instead (one cycle here).
+    with _quiet_native_stderr(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            result = fn()
     allocations = sorted((e for e in _walk(prof.profiler.kineto_results.experimental_event_tree())
                           if e.tag == _EventType.Allocation and e.extra_fields.device.type == device_type),
                          key=lambda e: e.start_time_ns)
