@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from utils import bench, references
-from utils.report import NotebookRun, build_report
+from utils.report import NotebookRun, build_report, slowest_cells
 
 
 @pytest.fixture(autouse=True)
@@ -36,3 +36,27 @@ def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_
 def test_report_without_records_says_so(tmp_path):
     page = build_report(tmp_path / "none.jsonl", tmp_path / "r.html").read_text()
     assert "No measurements were recorded" in page
+
+
+def test_the_slowest_cells_of_a_run_are_listed_slowest_first(tmp_path):
+    import nbformat
+
+    def executed(name, durations):
+        nb = nbformat.v4.new_notebook()
+        for k, seconds in enumerate(durations):
+            cell = nbformat.v4.new_code_cell(f"\n# cell {k} of {name}\nx = {k}")
+            if seconds is not None:
+                cell.metadata["papermill"] = {"duration": seconds}
+            nb.cells.append(cell)
+        nb.cells.append(nbformat.v4.new_markdown_cell("prose"))
+        path = tmp_path / f"{name}.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    paths = [executed("01_a", [0.5, 9.25, None]), executed("02_b", [3.0, 12.0]), tmp_path / "missing.ipynb"]
+    rows = slowest_cells(paths, n=3)
+    assert rows == [{"seconds": "12.0", "notebook": "02_b", "cell": "1", "first line": "# cell 1 of 02_b"},
+                    {"seconds": "9.2", "notebook": "01_a", "cell": "1", "first line": "# cell 1 of 01_a"},
+                    {"seconds": "3.0", "notebook": "02_b", "cell": "0", "first line": "# cell 0 of 02_b"}]
+    page = build_report(tmp_path / "none.jsonl", tmp_path / "r.html", slowest=rows).read_text()
+    assert "The slowest cells of the run" in page and "<td>02_b</td>" in page

@@ -37,7 +37,7 @@ from .lesson_shape import notebook_shape
 from .lesson_shape import rows as lesson_rows
 from .paths import BUILD, REPO_ROOT, SOLUTIONS
 from .records import load
-from .report import NotebookRun, build_report
+from .report import NotebookRun, build_report, slowest_cells
 from .tables import text_table
 
 
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
 
+    started = time.perf_counter()
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "measurements.jsonl").unlink(missing_ok=True)  # the report shows this run only
@@ -228,9 +229,14 @@ def main(argv: list[str] | None = None) -> int:
                                   on_done=lambda run: print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in "
                                                             f"{run.seconds:.1f} s" + (f": {run.error}" if run.error
                                                                                       else ""), flush=True))
+    print(f"{len(runs)} notebook(s) in {sum(r.seconds for r in runs):.1f} s of papermill time, "
+          f"{time.perf_counter() - started:.1f} s in all so far")
     shape = lesson_rows([notebook_shape(n, out_dir / "executed" / n.name) for n in notebooks])
     print(text_table(shape))
-    report = build_report(records_file, out_dir / "report.html", runs, shape)
+    slowest = slowest_cells([out_dir / "executed" / n.name for n in notebooks])
+    if slowest:
+        print(text_table(slowest))
+    report = build_report(records_file, out_dir / "report.html", runs, shape, slowest)
     print(f"report: {report}")
     problems = check_records(notebooks, records_file, args.device) if args.check else []
     for problem in problems:

@@ -13,6 +13,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
 from . import claims, records, references
 from .comparison import Comparison, group_records
 from .device import env_report
@@ -44,6 +46,24 @@ def _runs_table(runs: list[NotebookRun], out_path: Path) -> str:
         rows.append(f"<tr><td>{link}</td><td>{run.seconds:.1f} s</td><td>{status}</td></tr>")
     return ("<table><caption>Notebooks executed</caption><thead><tr><th>notebook</th><th>time</th>"
             "<th>status</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def slowest_cells(executed: list[Path], n: int = 10) -> list[dict[str, str]]:
+    """The ``n`` code cells that ran longest across executed notebooks (papermill's per-cell
+    ``duration``), slowest first: where a run's time goes, for anyone making it faster."""
+    cells = []
+    for path in executed:
+        if not path.is_file():
+            continue
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            seconds = cell.metadata.get("papermill", {}).get("duration")
+            if cell.cell_type == "code" and isinstance(seconds, (int, float)):
+                first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+                cells.append((float(seconds), path.stem, index, first))
+    cells.sort(key=lambda c: -c[0])
+    return [{"seconds": f"{seconds:.1f}", "notebook": name, "cell": str(index),
+             "first line": first if len(first) <= 70 else first[:67] + "..."}
+            for seconds, name, index, first in cells[:n]]
 
 
 def _reference_only(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> list[str]:
@@ -95,9 +115,10 @@ def _claims_section(comparisons: list[Comparison], runs: list[references.Referen
 
 
 def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (),
-                 lesson_shape: list[dict[str, str]] = ()) -> Path:
+                 lesson_shape: list[dict[str, str]] = (), slowest: list[dict[str, str]] = ()) -> Path:
     """Write the report page and return its path. ``lesson_shape``: the rows of
-    ``benchmarks/lesson_shape.py`` for the executed notebooks, shown after the run times."""
+    ``benchmarks/lesson_shape.py`` for the executed notebooks, shown after the run times, as are
+    the ``slowest`` cells (``slowest_cells``)."""
     comparisons = _comparisons(records.load(records_path))
     reference_runs = references.load_runs()
     parts = ["<h1>PyTorch tips: measured on this machine</h1>",
@@ -106,6 +127,8 @@ def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (
              html_table([{"": k, "value": v} for k, v in env_report().items()], caption="Environment")]
     if runs:
         parts.append(_runs_table(runs, out_path))
+    if slowest:
+        parts.append(html_table(list(slowest), caption="The slowest cells of the run (papermill's durations)"))
     if lesson_shape:
         parts.append(html_table(list(lesson_shape), caption="How the lessons read (benchmarks/lesson_shape.py): "
                                 "long cells, narration in code, words per comparison, explaining plots"))
