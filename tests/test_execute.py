@@ -80,6 +80,32 @@ def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd, mon
     assert "without encryption" not in capfd.readouterr().err
 
 
+def _tiny(path, code):
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("QUICK, DEVICE = True, 'auto'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("print('first cell ran')"), nbformat.v4.new_code_cell(code)],
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), path)
+
+
+def test_a_failed_notebook_keeps_its_error_and_a_dead_kernel_leaves_no_stale_copy(tmp_path, monkeypatch):
+    """The executed notebook is written once, at the end (not after every cell): a failing cell's
+    error is in it; a kernel that dies leaves no executed copy, not the one of an earlier run."""
+    monkeypatch.setenv("COURSE_NOTEBOOK", "")
+    source, out = tmp_path / "tiny.ipynb", tmp_path / "out"
+    executed = out / "executed" / "tiny.ipynb"
+    _tiny(source, "raise ValueError('broken on purpose')")
+    run = execute.run_one(source, out, quick=True, device="cpu")
+    assert not run.ok and "broken on purpose" in run.error
+    outputs = [o for c in nbformat.read(executed, 4).cells if c.cell_type == "code" for o in c.outputs]
+    assert any("first cell ran" in o.get("text", "") for o in outputs)
+    assert any(o.get("ename") == "ValueError" for o in outputs)
+    assert executed.with_suffix(".html").exists()
+    _tiny(source, "import os\nos._exit(3)")
+    run = execute.run_one(source, out, quick=True, device="cpu")
+    assert not run.ok and run.error
+    assert not executed.exists() and not executed.with_suffix(".html").exists(), "no stale copy of the last run"
+
+
 def _import_in_a_new_python(package_root, env):
     subprocess.run([sys.executable, "-c", "import fakepkg"], cwd=package_root, env=env, check=True)
 
