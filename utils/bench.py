@@ -76,13 +76,19 @@ def _timer(fn: Callable[[], object], label: str, device: torch.device) -> benchm
                            num_threads=torch.get_num_threads())
 
 
-def _block_size(timer: benchmark.Timer, min_run_time: float) -> int:
-    """Calls per block so that a block lasts ~min_run_time / BLOCKS_PER_ROUND, from one timed call
-    (the variant is already warm: ``Timer.timeit(1)`` would add two more, seconds for a long call)."""
+def _timed(timer: benchmark.Timer, number: int) -> float:
+    """Seconds for ``number`` calls through the Timer's own timing call, as its ``blocked_autorange``
+    does: ``Timer.timeit`` would first run two untimed warm-up calls, seconds for a long call."""
     from torch.utils.benchmark.utils import common
 
     with common.set_torch_threads(timer._task_spec.num_threads):
-        one_call = timer._timeit(1)
+        return timer._timeit(number)
+
+
+def _block_size(timer: benchmark.Timer, min_run_time: float) -> int:
+    """Calls per block so that a block lasts ~min_run_time / BLOCKS_PER_ROUND, from one timed call
+    (the variant is already warm)."""
+    one_call = _timed(timer, 1)
     target = max(min_run_time / BLOCKS_PER_ROUND, MIN_BLOCK_S)
     return max(1, math.ceil(target / max(one_call, 1e-9)))
 
@@ -90,18 +96,16 @@ def _block_size(timer: benchmark.Timer, min_run_time: float) -> int:
 def _run_round(timer: benchmark.Timer, number: int, min_run_time: float) -> list[benchmark.Measurement]:
     """Timed blocks until min_run_time has passed (at least 3 blocks, for an IQR).
 
-    Each block runs through the Timer's own timing call, as its ``blocked_autorange`` does:
-    ``Timer.timeit`` would first run two untimed warm-up calls in every block, which for calls over
-    a few milliseconds (one call a block) was two thirds of a QUICK run. The variant is warmed up once,
-    before the first round."""
+    Each block is one ``_timed`` call: with ``Timer.timeit``'s two warm-up calls in every block,
+    calls over a few milliseconds (one call a block) spent two thirds of a QUICK run warming up. The
+    variant is warmed up once, before the first round."""
     from torch.utils.benchmark.utils import common
 
     blocks, spent = [], 0.0
-    with common.set_torch_threads(timer._task_spec.num_threads):
-        while spent < min_run_time or len(blocks) < 3:
-            seconds = timer._timeit(number)
-            blocks.append(common.Measurement(number_per_run=number, raw_times=[seconds], task_spec=timer._task_spec))
-            spent += seconds
+    while spent < min_run_time or len(blocks) < 3:
+        seconds = _timed(timer, number)
+        blocks.append(common.Measurement(number_per_run=number, raw_times=[seconds], task_spec=timer._task_spec))
+        spent += seconds
     return blocks
 
 

@@ -23,7 +23,6 @@ from .tables import STYLE, html_table
 from .units import format_ratio
 
 
-
 @dataclass
 class NotebookRun:
     name: str
