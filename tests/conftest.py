@@ -48,11 +48,13 @@ NOTEBOOK_JOBS = int(os.environ.get("COURSE_TEST_JOBS", "3"))
 def quick_runs(tmp_path_factory):
     """Every solution notebook executed ONCE per session in QUICK mode on the CPU:
     {id: (NotebookRun, its records file, the output folder)}."""
-    from utils.execute import run_many, solution_notebooks
+    from utils.execute import run_many, solution_notebooks, workers
 
     out = tmp_path_factory.mktemp("quick-runs")
     only = os.environ.get("COURSE_TEST_NOTEBOOKS", "").split()  # a developer's shortcut: these notebooks only
-    runs, _ = run_many(solution_notebooks(only or None), out, quick=True, device="cpu", jobs=NOTEBOOK_JOBS)
+    with workers() as map_:
+        runs, _ = run_many(solution_notebooks(only or None), out, quick=True, device="cpu", jobs=NOTEBOOK_JOBS,
+                           map_=map_)
     return QuickRuns({run.name: (run, out / "records" / f"{run.name}.jsonl", out) for run in runs})
 
 

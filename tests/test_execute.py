@@ -99,11 +99,12 @@ def test_a_failed_notebook_keeps_its_error_and_a_dead_kernel_leaves_no_stale_cop
     outputs = [o for c in nbformat.read(executed, 4).cells if c.cell_type == "code" for o in c.outputs]
     assert any("first cell ran" in o.get("text", "") for o in outputs)
     assert any(o.get("ename") == "ValueError" for o in outputs)
-    assert executed.with_suffix(".html").exists()
+    assert "broken on purpose" in execute.render_html(executed).read_text()
     _tiny(source, "import os\nos._exit(3)")
     run = execute.run_one(source, out, quick=True, device="cpu")
     assert not run.ok and run.error
     assert not executed.exists() and not executed.with_suffix(".html").exists(), "no stale copy of the last run"
+    assert execute.render_html(executed) is None
 
 
 def _import_in_a_new_python(package_root, env):

@@ -1,7 +1,10 @@
+import re
+
 import pytest
 import torch
 
 from utils import bench, references
+from utils.execute import workers
 from utils.report import NotebookRun, build_report, slowest_cells
 
 
@@ -31,6 +34,19 @@ def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_
     assert 'href="executed/03_x.html"' in page and "12.3 s" in page
     assert "FAILED" in page and "boom &lt;err&gt;" in page
     assert torch.__version__ in page  # the environment table
+
+
+def test_cards_drawn_by_worker_processes_are_the_cards_drawn_in_order(quick_bench, records_file, tmp_path):
+    x = torch.rand(64, 64)
+    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first")
+    bench.compare("T944", ("a", lambda: x + 1), ("b", lambda: x * 2), title="second")
+    in_order = build_report(records_file, tmp_path / "a.html").read_text()
+    with workers() as map_:
+        pooled = build_report(records_file, tmp_path / "b.html", map_=map_).read_text()
+    assert pooled.count('src="data:image/png;base64,') == 2
+    assert pooled.index('id="T913"') < pooled.index('id="T944"')
+    generated = re.compile(r"Generated [0-9-]+ [0-9:]+")
+    assert generated.sub("", pooled) == generated.sub("", in_order)
 
 
 def test_report_without_records_says_so(tmp_path):

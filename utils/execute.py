@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime
 import importlib.util
 import json
@@ -100,14 +101,16 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
     The executed notebook is written when it ends, with the failing cell's error if one failed.
     papermill's default also rewrites it at the start and end of every cell, which cost 12% of a
     QUICK run of 04 on the 2-core VM (median of 3: 10.95 s with, 9.65 s without); a run killed
-    mid-notebook therefore leaves no executed copy of that notebook (not a stale one)."""
-    import papermill  # papermill and nbconvert take a second to import: only when a notebook runs
-    from nbconvert import HTMLExporter
+    mid-notebook therefore leaves no executed copy of that notebook (not a stale one). The
+    kernel is then killed with its process group (DataLoader and compile workers too) instead of
+    asked to exit: every output is in hand, and a torch kernel's own exit took 0.7 s, one that
+    compiled 1.5-2 s (atexit handlers, inductor's worker pool) on the 2-core VM."""
+    import papermill  # papermill takes a second to import: only when a notebook runs
 
     executed = out_dir / "executed" / source.name
     executed.parent.mkdir(parents=True, exist_ok=True)
     executed.unlink(missing_ok=True)
-    executed.with_suffix(".html").unlink(missing_ok=True)
+    executed.with_suffix(".html").unlink(missing_ok=True)  # render_html writes it afterwards
     os.environ["COURSE_NOTEBOOK"] = source.stem  # the kernel inherits it; records name their notebook
     if records is not None:
         os.environ["COURSE_RECORDS"] = str(records)
@@ -118,28 +121,43 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
         with _kernel_config() as config:
             papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
                                        cwd=str(source.parent), kernel_name="python3", config=config,
-                                       request_save_on_cell_execute=False,
+                                       request_save_on_cell_execute=False, shutdown_kernel="immediate",
                                        progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
         ok, error = True, ""
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         ok, error = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-    seconds = time.perf_counter() - start
-    html_path = None
-    if executed.exists():
-        body, _ = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
-        html_path = executed.with_suffix(".html")
-        html_path.write_text(body, encoding="utf-8")
-    return NotebookRun(source.stem, seconds, ok, html_path, error)
+    return NotebookRun(source.stem, time.perf_counter() - start, ok, None, error)
+
+
+def render_html(executed: Path) -> Path | None:
+    """The executed notebook rendered to HTML beside it; None where the run left no notebook."""
+    from nbconvert import HTMLExporter  # a second to import: only where a page is made
+
+    if not executed.exists():
+        return None
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    page = executed.with_suffix(".html")
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
+@contextlib.contextmanager
+def workers():
+    """A ``map`` over every core, in fresh processes, for the work left once every notebook has
+    run: nothing is measured any more. Rendering twelve notebooks to HTML and the report's hundred
+    plots took 25 s on one core of the 2-core VM."""
+    with concurrent.futures.ProcessPoolExecutor(os.cpu_count(), mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool.map
 
 
 def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs: int = 1,
-             on_done=lambda run: None) -> tuple[list[NotebookRun], Path]:
+             on_done=lambda run: None, map_=map) -> tuple[list[NotebookRun], Path]:
     """Execute notebooks, each writing its records to ``out_dir/records/<name>.jsonl``, then join
-    those into ``out_dir/measurements.jsonl`` in course order. ``jobs > 1`` runs that many at
-    once in worker processes, each kernel on one thread (several multi-threaded kernels on few
-    cores wait on each other's threads, 10-50x slower): fine for checking that notebooks run
-    (CI), but their timings then disturb each other, so measurements you will read come from
-    ``jobs=1``."""
+    those into ``out_dir/measurements.jsonl`` in course order, and render the executed notebooks
+    to HTML with ``map_`` (say ``workers()``'s). ``jobs > 1`` runs that many at once in worker
+    processes, each kernel on one thread (several multi-threaded kernels on few cores wait on
+    each other's threads, 10-50x slower): fine for checking that notebooks run (CI), but their
+    timings then disturb each other, so measurements you will read come from ``jobs=1``."""
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
     threads = 1 if jobs > 1 else None
     _apply(shared_bytecode(dict(os.environ), Path(torch.__file__).parent, out_dir / ".pycache"))
@@ -158,6 +176,8 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
             for future in concurrent.futures.as_completed(futures):
                 on_done(future.result())
             runs = [future.result() for future in futures]
+    pages = map_(render_html, [out_dir / "executed" / source.name for source in sources])
+    runs = [dataclasses.replace(run, html_path=page) for run, page in zip(runs, pages)]
     joined = out_dir / "measurements.jsonl"
     joined.write_text("".join(t[4].read_text(encoding="utf-8") for t in tasks if t[4].exists()), encoding="utf-8")
     return runs, joined
@@ -203,6 +223,11 @@ def write_manifest(out_dir: Path, quick: bool, device: str) -> Path:
     return path
 
 
+def _print_run(run: NotebookRun) -> None:
+    print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in {run.seconds:.1f} s"
+          + (f": {run.error}" if run.error else ""), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.execute", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,19 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = solution_notebooks(args.only)
     print(f"executing {len(notebooks)} notebook(s) ({'QUICK' if args.quick else 'full'}, device={args.device}, "
           f"{args.jobs} at a time) ...", flush=True)
-    runs, records_file = run_many(notebooks, out_dir, quick=args.quick, device=args.device, jobs=args.jobs,
-                                  on_done=lambda run: print(f"  {run.name}: {'ok' if run.ok else 'FAILED'} in "
-                                                            f"{run.seconds:.1f} s" + (f": {run.error}" if run.error
-                                                                                      else ""), flush=True))
-    print(f"{len(runs)} notebook(s) in {sum(r.seconds for r in runs):.1f} s of papermill time, "
-          f"{time.perf_counter() - started:.1f} s in all so far")
-    shape = lesson_rows([notebook_shape(n, out_dir / "executed" / n.name) for n in notebooks])
-    print(text_table(shape))
-    slowest = slowest_cells([out_dir / "executed" / n.name for n in notebooks])
-    if slowest:
-        print(text_table(slowest))
-    report = build_report(records_file, out_dir / "report.html", runs, shape, slowest)
-    print(f"report: {report}")
+    with workers() as map_:
+        runs, records_file = run_many(notebooks, out_dir, quick=args.quick, device=args.device, jobs=args.jobs,
+                                      on_done=_print_run, map_=map_)
+        print(f"{len(runs)} notebook(s) in {sum(r.seconds for r in runs):.1f} s of papermill time, "
+              f"{time.perf_counter() - started:.1f} s in all so far")
+        shape = lesson_rows([notebook_shape(n, out_dir / "executed" / n.name) for n in notebooks])
+        print(text_table(shape))
+        slowest = slowest_cells([out_dir / "executed" / n.name for n in notebooks])
+        if slowest:
+            print(text_table(slowest))
+        report = build_report(records_file, out_dir / "report.html", runs, shape, slowest, map_=map_)
+    print(f"report: {report} ({time.perf_counter() - started:.1f} s in all)")
     problems = check_records(notebooks, records_file, args.device) if args.check else []
     for problem in problems:
         print(f"check failed: {problem}", file=sys.stderr)

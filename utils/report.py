@@ -65,15 +65,16 @@ def slowest_cells(executed: list[Path], n: int = 10) -> list[dict[str, str]]:
             for seconds, name, index, first in cells[:n]]
 
 
-def _reference_only(comparisons: list[Comparison], runs: list[references.ReferenceRun]) -> list[str]:
+def _reference_only(comparisons: list[Comparison],
+                    runs: list[references.ReferenceRun]) -> list[tuple[references.ReferenceRun, Comparison]]:
     """Reference comparisons with no counterpart in this run (e.g. GPU-only tips on a CPU)."""
-    parts = []
-    for run in runs:
-        for ref in sorted(run.comparisons, key=lambda c: c.tip):
-            if not any(references.same_demo(ref.demo, mine.demo) for mine in comparisons):
-                parts.append(f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>'
-                             f'{Result.of(ref).to_html(stored=True)}</section>')
-    return parts
+    return [(run, ref) for run in runs for ref in sorted(run.comparisons, key=lambda c: c.tip)
+            if not any(references.same_demo(ref.demo, mine.demo) for mine in comparisons)]
+
+
+def _card(comparison: Comparison, stored: bool) -> str:
+    """A comparison's card with its plot (the slow part of the report: ``build_report``'s map)."""
+    return Result.of(comparison).to_html(stored=stored)
 
 
 def _comparable(run: references.ReferenceRun, comparisons: list[Comparison]) -> list[Comparison]:
@@ -114,10 +115,11 @@ def _claims_section(comparisons: list[Comparison], runs: list[references.Referen
 
 
 def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (),
-                 lesson_shape: list[dict[str, str]] = (), slowest: list[dict[str, str]] = ()) -> Path:
+                 lesson_shape: list[dict[str, str]] = (), slowest: list[dict[str, str]] = (), map_=map) -> Path:
     """Write the report page and return its path. ``lesson_shape``: the rows of
     ``benchmarks/lesson_shape.py`` for the executed notebooks, shown after the run times, as are
-    the ``slowest`` cells (``slowest_cells``)."""
+    the ``slowest`` cells (``slowest_cells``). ``map_`` draws the cards, a plot each (0.1-0.2 s):
+    a process pool's map spreads them over the cores."""
     comparisons = _comparisons(records.load(records_path))
     reference_runs = references.load_runs()
     parts = ["<h1>PyTorch tips: measured on this machine</h1>",
@@ -137,9 +139,12 @@ def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (
     parts.append(f"<h2>Measurements ({len(comparisons)})</h2>")
     if not comparisons:
         parts.append("<p>No measurements were recorded.</p>")
-    for comparison in sorted(comparisons, key=lambda c: c.tip):
-        parts.append(f'<section id="{html.escape(comparison.tip)}">{comparison.to_html()}</section>')
-    parts += _reference_only(comparisons, reference_runs)
+    mine = sorted(comparisons, key=lambda c: c.tip)
+    theirs = _reference_only(comparisons, reference_runs)
+    cards = list(map_(_card, mine + [ref for _, ref in theirs], [False] * len(mine) + [True] * len(theirs)))
+    parts += [f'<section id="{html.escape(c.tip)}">{card}</section>' for c, card in zip(mine, cards)]
+    parts += [f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>{card}</section>'
+              for (run, _), card in zip(theirs, cards[len(mine):])]
     parts.append(_claims_section(comparisons, reference_runs))
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Course report</title>"
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
