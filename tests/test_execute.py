@@ -1,5 +1,6 @@
 """The runner's manifest and its record checks (what the GPU CI job relies on)."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,30 @@ def test_a_failed_notebook_keeps_its_error_and_a_dead_kernel_leaves_no_stale_cop
     assert not run.ok and run.error
     assert not executed.exists() and not executed.with_suffix(".html").exists(), "no stale copy of the last run"
     assert execute.render_html(executed) is None
+
+
+def test_on_many_cores_the_next_kernel_starts_and_imports_torch_while_a_notebook_runs(tmp_path, monkeypatch):
+    """Each kernel runs its own notebook, with its own name and records; the ones started ahead
+    hold torch in sys.modules but not the name (a notebook must import what it uses); every kernel
+    is gone afterwards."""
+    monkeypatch.setattr(execute, "AHEAD_MIN_CORES", 1)
+    probe = ("import os, sys\nprint(os.environ['COURSE_NOTEBOOK'], os.environ['COURSE_RECORDS'].endswith("
+             "os.environ['COURSE_NOTEBOOK'] + '.jsonl'), 'torch' in sys.modules, 'torch' in globals(), os.getpid())")
+    sources = []
+    for name in ("a_first", "b_second", "c_third"):
+        (tmp_path / name).mkdir()
+        _tiny(tmp_path / name / f"{name}.ipynb", probe)
+        sources.append(tmp_path / name / f"{name}.ipynb")
+    runs, _ = execute.run_many(sources, tmp_path / "out", quick=True, device="cpu")
+    assert [r.ok for r in runs] == [True] * 3, [r.error for r in runs]
+    lines = [nbformat.read(tmp_path / "out" / "executed" / s.name, 4).cells[-1].outputs[0].text.split()
+             for s in sources]
+    assert [line[:4] for line in lines] == [["a_first", "True", "False", "False"],
+                                            ["b_second", "True", "True", "False"],
+                                            ["c_third", "True", "True", "False"]]
+    for pid in (int(line[4]) for line in lines):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def _import_in_a_new_python(package_root, env):

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 import torch
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 
 from .device import device_name, pick_device
 from .lesson_shape import notebook_shape
@@ -54,18 +56,48 @@ def solution_notebooks(only: list[str] | None = None) -> list[Path]:
     return notebooks
 
 
-@contextlib.contextmanager
-def _kernel_config():
-    """Where the OS has them (not Windows), the kernel talks to papermill over socket files in a
-    private temporary folder: ipykernel warns that its default, TCP on localhost, is unencrypted,
-    and any user of a shared machine can connect to a TCP port."""
-    from traitlets.config import Config
+# A kernel started ahead imports torch while it waits (the name is removed again: a notebook must
+# import what it uses). Ahead only where cores are spare: the import takes one core for 1-2 s.
+PRELOAD = "import torch as _preloaded; del _preloaded"
+AHEAD_MIN_CORES = 8
 
-    if os.name != "posix":
-        yield Config()
-        return
-    with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:  # mode 0700
-        yield Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+
+class Kernel:
+    """A notebook's kernel, started by the runner rather than by papermill, so that it can start
+    before its notebook's turn (``preload``: and import torch meanwhile). On a GPU host that saved
+    the kernel start and torch's import, about 2 s, in each notebook after the first.
+
+    Where the OS has them (not Windows), it talks to the runner over socket files in a private
+    temporary folder: ipykernel warns that its default, TCP on localhost, is unencrypted, and any
+    user of a shared machine can connect to a TCP port."""
+
+    def __init__(self, source: Path, env: dict[str, str], preload: bool = False):
+        self.folder = tempfile.TemporaryDirectory(prefix="course-kernel-")  # mode 0700
+        sockets = {"transport": "ipc", "ip": os.path.join(self.folder.name, "kernel")} if os.name == "posix" else {}
+        self.manager = AsyncKernelManager(kernel_name="python3", **sockets)
+        run_sync(self.manager.start_kernel)(cwd=str(source.parent), env=env,
+                                            extra_arguments=[f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else [])
+
+    def close(self) -> None:
+        """Kill the kernel with its process group (DataLoader and compile workers too) rather than
+        ask it to exit: every output is in hand, and a torch kernel's own exit took 0.7 s, one that
+        compiled 1.5-2 s (atexit handlers, inductor's worker pool) on the 2-core VM."""
+        try:
+            if run_sync(self.manager.is_alive)():
+                run_sync(self.manager.shutdown_kernel)(now=True)
+        finally:
+            self.folder.cleanup()
+
+
+def kernel_env(source: Path, records: Path | None = None, threads: int | None = None) -> dict[str, str]:
+    """The kernel's environment: the runner's, plus the notebook's name for its records, where its
+    records go (default: wherever COURSE_RECORDS points) and its intra-op threads (OMP_NUM_THREADS)."""
+    env = {**os.environ, "COURSE_NOTEBOOK": source.stem}
+    if records is not None:
+        env["COURSE_RECORDS"] = str(records)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
 
 
 def shared_bytecode(environ: dict, package: Path, cache: Path) -> dict[str, str | None]:
@@ -92,40 +124,33 @@ def _apply(changes: dict[str, str | None]) -> None:
 
 
 def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None,
-            threads: int | None = None, label: str = "") -> NotebookRun:
-    """Execute one notebook with papermill into ``out_dir/executed`` (and its HTML rendering);
-    its measurements go to ``records`` (default: wherever COURSE_RECORDS points); ``threads``
-    caps the kernel's intra-op threads (OMP_NUM_THREADS). On a terminal, papermill's tqdm bar
-    shows the cells done and an ETA, headed by ``label`` (say "[3/12] 02_tensor_toolbox").
+            threads: int | None = None, label: str = "", kernel: Kernel | None = None) -> NotebookRun:
+    """Execute one notebook with papermill into ``out_dir/executed``, in ``kernel`` (default: one
+    started now, with ``kernel_env(source, records, threads)``), which it then closes. On a
+    terminal, papermill's tqdm bar shows the cells done and an ETA, headed by ``label`` (say
+    "[3/12] 02_tensor_toolbox").
 
     The executed notebook is written when it ends, with the failing cell's error if one failed.
     papermill's default also rewrites it at the start and end of every cell, which cost 12% of a
     QUICK run of 04 on the 2-core VM (median of 3: 10.95 s with, 9.65 s without); a run killed
-    mid-notebook therefore leaves no executed copy of that notebook (not a stale one). The
-    kernel is then killed with its process group (DataLoader and compile workers too) instead of
-    asked to exit: every output is in hand, and a torch kernel's own exit took 0.7 s, one that
-    compiled 1.5-2 s (atexit handlers, inductor's worker pool) on the 2-core VM."""
+    mid-notebook therefore leaves no executed copy of that notebook (not a stale one)."""
     import papermill  # papermill takes a second to import: only when a notebook runs
 
     executed = out_dir / "executed" / source.name
     executed.parent.mkdir(parents=True, exist_ok=True)
     executed.unlink(missing_ok=True)
     executed.with_suffix(".html").unlink(missing_ok=True)  # render_html writes it afterwards
-    os.environ["COURSE_NOTEBOOK"] = source.stem  # the kernel inherits it; records name their notebook
-    if records is not None:
-        os.environ["COURSE_RECORDS"] = str(records)
-    if threads is not None:
-        os.environ["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
+    kernel = kernel or Kernel(source, kernel_env(source, records, threads))
     try:
-        with _kernel_config() as config:
-            papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
-                                       cwd=str(source.parent), kernel_name="python3", config=config,
-                                       request_save_on_cell_execute=False, shutdown_kernel="immediate",
-                                       progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
+        papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
+                                   cwd=str(source.parent), km=kernel.manager, request_save_on_cell_execute=False,
+                                   progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
         ok, error = True, ""
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         ok, error = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    finally:
+        kernel.close()
     return NotebookRun(source.stem, time.perf_counter() - start, ok, None, error)
 
 
@@ -166,10 +191,7 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     for task in tasks:
         task[4].unlink(missing_ok=True)
     if jobs <= 1:
-        runs = []
-        for task in tasks:
-            runs.append(run_one(*task))
-            on_done(runs[-1])
+        runs = _run_in_turn(tasks, ahead=(os.cpu_count() or 1) >= AHEAD_MIN_CORES, on_done=on_done)
     else:
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(run_one, *task) for task in tasks]
@@ -181,6 +203,24 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     joined = out_dir / "measurements.jsonl"
     joined.write_text("".join(t[4].read_text(encoding="utf-8") for t in tasks if t[4].exists()), encoding="utf-8")
     return runs, joined
+
+
+def _run_in_turn(tasks: list[tuple], ahead: bool, on_done) -> list[NotebookRun]:
+    """``run_one`` for each task in turn; ``ahead``: each next notebook's kernel starts (and imports
+    torch) while the one before runs."""
+    runs, waiting = [], None
+    try:
+        for k, task in enumerate(tasks):
+            kernel, waiting = waiting, None
+            if ahead and k + 1 < len(tasks):
+                after = tasks[k + 1]
+                waiting = Kernel(after[0], kernel_env(after[0], after[4], after[5]), preload=True)
+            runs.append(run_one(*task, kernel=kernel))
+            on_done(runs[-1])
+    finally:
+        if waiting is not None:
+            waiting.close()
+    return runs
 
 
 def measured_tips(notebook: Path, device_type: str) -> set[str]:
