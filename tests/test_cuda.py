@@ -171,7 +171,9 @@ def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
 
     step()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
+    stacks = torch.profiler._ExperimentalConfig(verbose=True)  # as 09 does: some builds record no frame events
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True,
+                 experimental_config=stacks) as prof:
         step()
         torch.cuda.synchronize()
     times = profiling.phase_times(prof, ["model: forward + loss", "model: backward"], 1, "cuda")["GPU kernel time"]

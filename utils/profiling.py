@@ -286,8 +286,10 @@ def python_caller(event, frames: PythonFrames | None = None) -> str:
     from the frames the profiler records as parent events, else from the event's ``stack`` list,
     else (given ``PythonFrames(prof)``) from the frames that were running while the operator ran.
 
-    The last way reads time, not the event tree: on the H100 (torch 2.11, CUDA activity) no
-    operator had a frame among its parents or a ``stack``, and every line read "no Python frame"."""
+    The last way reads time, not the event tree. On the H100 and H200 hosts (torch 2.11, Python
+    3.12) no frame was recorded as an event at all, with or without CUDA activity: there only the
+    ``stack`` lists, filled when the profile is given the private
+    ``experimental_config=torch.profiler._ExperimentalConfig(verbose=True)``, name the lines."""
     parent = event.cpu_parent
     while parent is not None:
         found = _own_frame(parent.name)
