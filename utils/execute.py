@@ -89,14 +89,21 @@ class Kernel:
             self.folder.cleanup()
 
 
-def kernel_env(source: Path, records: Path | None = None, threads: int | None = None) -> dict[str, str]:
+def kernel_env(source: Path, records: Path | None = None, threads: int | None = None,
+               changes: dict[str, str | None] | None = None) -> dict[str, str]:
     """The kernel's environment: the runner's, plus the notebook's name for its records, where its
-    records go (default: wherever COURSE_RECORDS points) and its intra-op threads (OMP_NUM_THREADS)."""
+    records go (default: wherever COURSE_RECORDS points), its intra-op threads (OMP_NUM_THREADS),
+    and ``changes`` (``shared_bytecode``'s; None removes a variable). The runner's own stays as is."""
     env = {**os.environ, "COURSE_NOTEBOOK": source.stem}
     if records is not None:
         env["COURSE_RECORDS"] = str(records)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
+    for name, value in (changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 
@@ -115,18 +122,10 @@ def shared_bytecode(environ: dict, package: Path, cache: Path) -> dict[str, str 
     return {"PYTHONPYCACHEPREFIX": str(cache), "PYTHONDONTWRITEBYTECODE": None}
 
 
-def _apply(changes: dict[str, str | None]) -> None:
-    for name, value in changes.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path | None = None,
-            threads: int | None = None, label: str = "", kernel: Kernel | None = None) -> NotebookRun:
+def run_one(source: Path, out_dir: Path, quick: bool, device: str, env: dict[str, str] | None = None,
+            label: str = "", kernel: Kernel | None = None) -> NotebookRun:
     """Execute one notebook with papermill into ``out_dir/executed``, in ``kernel`` (default: one
-    started now, with ``kernel_env(source, records, threads)``), which it then closes. On a
+    started now, with ``env``, default ``kernel_env(source)``), which it then closes. On a
     terminal, papermill's tqdm bar shows the cells done and an ETA, headed by ``label`` (say
     "[3/12] 02_tensor_toolbox").
 
@@ -141,7 +140,7 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, records: Path
     executed.unlink(missing_ok=True)
     executed.with_suffix(".html").unlink(missing_ok=True)  # render_html writes it afterwards
     start = time.perf_counter()
-    kernel = kernel or Kernel(source, kernel_env(source, records, threads))
+    kernel = kernel or Kernel(source, env or kernel_env(source))
     try:
         papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
                                    cwd=str(source.parent), km=kernel.manager, request_save_on_cell_execute=False,
@@ -185,11 +184,12 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     timings then disturb each other, so measurements you will read come from ``jobs=1``."""
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
     threads = 1 if jobs > 1 else None
-    _apply(shared_bytecode(dict(os.environ), Path(torch.__file__).parent, out_dir / ".pycache"))
-    tasks = [(source, out_dir, quick, device, out_dir / "records" / f"{source.stem}.jsonl", threads,
-              f"[{k}/{len(sources)}] {source.stem}") for k, source in enumerate(sources, start=1)]
-    for task in tasks:
-        task[4].unlink(missing_ok=True)
+    bytecode = shared_bytecode(dict(os.environ), Path(torch.__file__).parent, out_dir / ".pycache")
+    records = [out_dir / "records" / f"{source.stem}.jsonl" for source in sources]
+    tasks = [(source, out_dir, quick, device, kernel_env(source, written, threads, bytecode),
+              f"[{k}/{len(sources)}] {source.stem}") for k, (source, written) in enumerate(zip(sources, records), 1)]
+    for written in records:
+        written.unlink(missing_ok=True)
     if jobs <= 1:
         runs = _run_in_turn(tasks, ahead=(os.cpu_count() or 1) >= AHEAD_MIN_CORES, on_done=on_done)
     else:
@@ -201,7 +201,7 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     pages = map_(render_html, [out_dir / "executed" / source.name for source in sources])
     runs = [dataclasses.replace(run, html_path=page) for run, page in zip(runs, pages)]
     joined = out_dir / "measurements.jsonl"
-    joined.write_text("".join(t[4].read_text(encoding="utf-8") for t in tasks if t[4].exists()), encoding="utf-8")
+    joined.write_text("".join(w.read_text(encoding="utf-8") for w in records if w.exists()), encoding="utf-8")
     return runs, joined
 
 
@@ -213,8 +213,8 @@ def _run_in_turn(tasks: list[tuple], ahead: bool, on_done) -> list[NotebookRun]:
         for k, task in enumerate(tasks):
             kernel, waiting = waiting, None
             if ahead and k + 1 < len(tasks):
-                after = tasks[k + 1]
-                waiting = Kernel(after[0], kernel_env(after[0], after[4], after[5]), preload=True)
+                source, *_, env, _ = tasks[k + 1]
+                waiting = Kernel(source, env, preload=True)
             runs.append(run_one(*task, kernel=kernel))
             on_done(runs[-1])
     finally:
