@@ -158,6 +158,20 @@ def test_kernels_share_a_bytecode_cache_where_python_would_keep_none(tmp_path, m
     assert not (package / "__pycache__").exists(), "the package's own folder is left as it was"
 
 
+def test_compile_ahead_fills_the_shared_cache_without_importing_anything(tmp_path, monkeypatch):
+    package = tmp_path / "src" / "fakepkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    (package / "broken_on_import.py").write_text("raise RuntimeError('imported')\n")
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    execute.compile_ahead([package], execute.shared_bytecode(os.environ, package, cache))
+    mirrored = cache / package.relative_to(package.anchor)
+    tag = sys.implementation.cache_tag
+    assert {p.name for p in mirrored.glob("*.pyc")} == {f"__init__.{tag}.pyc", f"broken_on_import.{tag}.pyc"}
+    assert not (package / "__pycache__").exists()
+
+
 def test_bytecode_settings_stay_as_they_are_where_python_keeps_bytecode(tmp_path):
     package = tmp_path / "fakepkg"
     package.mkdir()
