@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -132,6 +133,22 @@ def test_on_many_cores_the_next_kernel_starts_and_imports_torch_while_a_notebook
     for pid in (int(line[4]) for line in lines):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_kernel_that_cannot_start_fails_its_notebook_with_the_reason(tmp_path, monkeypatch):
+    async def refuse(self, **kwargs):
+        raise RuntimeError("no kernel for you")
+
+    monkeypatch.setattr(execute, "AHEAD_MIN_CORES", 1)
+    monkeypatch.setattr(execute.AsyncKernelManager, "start_kernel", refuse)
+    sources = []
+    for name in ("a_first", "b_second"):
+        _tiny(tmp_path / f"{name}.ipynb", "print('never')")
+        sources.append(tmp_path / f"{name}.ipynb")
+    folders = set(Path(tempfile.gettempdir()).glob("course-kernel-*"))
+    runs, _ = execute.run_many(sources, tmp_path / "out", quick=True, device="cpu")
+    assert [(r.ok, r.error) for r in runs] == [(False, "no kernel for you")] * 2
+    assert set(Path(tempfile.gettempdir()).glob("course-kernel-*")) == folders, "no socket folder left behind"
 
 
 def _import_in_a_new_python(package_root, env):

@@ -76,8 +76,12 @@ class Kernel:
         self.folder = tempfile.TemporaryDirectory(prefix="course-kernel-")  # mode 0700
         sockets = {"transport": "ipc", "ip": os.path.join(self.folder.name, "kernel")} if os.name == "posix" else {}
         self.manager = AsyncKernelManager(kernel_name="python3", **sockets)
-        run_sync(self.manager.start_kernel)(cwd=str(source.parent), env=env,
-                                            extra_arguments=[f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else [])
+        try:
+            run_sync(self.manager.start_kernel)(cwd=str(source.parent), env=env,
+                                                extra_arguments=[f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else [])
+        except BaseException:
+            self.folder.cleanup()
+            raise
 
     def close(self) -> None:
         """Kill the kernel with its process group (DataLoader and compile workers too) rather than
@@ -150,8 +154,8 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, env: dict[str
     executed.unlink(missing_ok=True)
     executed.with_suffix(".html").unlink(missing_ok=True)  # render_html writes it afterwards
     start = time.perf_counter()
-    kernel = kernel or Kernel(source, env or kernel_env(source))
     try:
+        kernel = kernel or Kernel(source, env or kernel_env(source))
         papermill.execute_notebook(str(source), str(executed), parameters={"QUICK": quick, "DEVICE": device},
                                    cwd=str(source.parent), km=kernel.manager, request_save_on_cell_execute=False,
                                    progress_bar={"desc": label or source.stem} if sys.stderr.isatty() else False)
@@ -159,7 +163,8 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, env: dict[str
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
         ok, error = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
     finally:
-        kernel.close()
+        if kernel is not None:
+            kernel.close()
     return NotebookRun(source.stem, time.perf_counter() - start, ok, None, error)
 
 
@@ -233,7 +238,8 @@ def _run_in_turn(tasks: list[tuple], ahead: bool, on_done) -> list[NotebookRun]:
             kernel, waiting = waiting, None
             if ahead and k + 1 < len(tasks):
                 source, *_, env, _ = tasks[k + 1]
-                waiting = Kernel(source, env, preload=True)
+                with contextlib.suppress(Exception):   # if it cannot start, run_one tries again and says why
+                    waiting = Kernel(source, env, preload=True)
             runs.append(run_one(*task, kernel=kernel))
             on_done(runs[-1])
     finally:
