@@ -1,9 +1,11 @@
 """The runner's manifest and its record checks (what the GPU CI job relies on)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -149,6 +151,27 @@ def test_a_kernel_that_cannot_start_fails_its_notebook_with_the_reason(tmp_path,
     runs, _ = execute.run_many(sources, tmp_path / "out", quick=True, device="cpu")
     assert [(r.ok, r.error) for r in runs] == [(False, "no kernel for you")] * 2
     assert set(Path(tempfile.gettempdir()).glob("course-kernel-*")) == folders, "no socket folder left behind"
+
+
+def test_ctrl_c_stops_the_run_and_kills_the_running_kernel(tmp_path):
+    marker = tmp_path / "kernel.pid"
+    _tiny(tmp_path / "slow.ipynb", f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+                                   "time.sleep(300)")
+    driver = ("import sys\nfrom pathlib import Path\nfrom utils import execute\n"
+              f"execute.solution_notebooks = lambda only=None: [Path({str(tmp_path / 'slow.ipynb')!r})]\n"
+              f"sys.exit(execute.main(['--out', {str(tmp_path / 'out')!r}]))")
+    run = subprocess.Popen([sys.executable, "-c", driver], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.2)
+    assert marker.exists(), run.communicate()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130 and "interrupted" in err, err
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)
+    assert not (tmp_path / "out" / "report.html").exists()
 
 
 def _import_in_a_new_python(package_root, env):

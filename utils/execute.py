@@ -323,6 +323,20 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = solution_notebooks(args.only)
     print(f"executing {len(notebooks)} notebook(s) ({'QUICK' if args.quick else 'full'}, device={args.device}, "
           f"{args.jobs} at a time) ...", flush=True)
+    try:
+        runs, records_file, report = _run_and_report(notebooks, out_dir, args, started)
+    except KeyboardInterrupt:
+        print("interrupted: the running notebook's kernel was stopped; no report was written", file=sys.stderr)
+        return 130
+    print(f"report: {report} ({time.perf_counter() - started:.1f} s in all)")
+    problems = check_records(notebooks, records_file, args.device) if args.check else []
+    for problem in problems:
+        print(f"check failed: {problem}", file=sys.stderr)
+    return 0 if all(r.ok for r in runs) and not problems else 1
+
+
+def _run_and_report(notebooks: list[Path], out_dir: Path, args, started: float) -> tuple[list[NotebookRun], Path, Path]:
+    """Run the notebooks, print how they went, and build the report: the runs, the records, the report."""
     with workers() as map_:
         runs, records_file = run_many(notebooks, out_dir, quick=args.quick, device=args.device, jobs=args.jobs,
                                       on_done=_print_run, map_=map_)
@@ -334,11 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         if slowest:
             print(text_table(slowest))
         report = build_report(records_file, out_dir / "report.html", runs, shape, slowest, map_=map_)
-    print(f"report: {report} ({time.perf_counter() - started:.1f} s in all)")
-    problems = check_records(notebooks, records_file, args.device) if args.check else []
-    for problem in problems:
-        print(f"check failed: {problem}", file=sys.stderr)
-    return 0 if all(r.ok for r in runs) and not problems else 1
+    return runs, records_file, report
 
 
 if __name__ == "__main__":
