@@ -66,14 +66,10 @@ def test_asking_for_a_missing_gpu_fails_at_once_with_a_clear_error(tmp_path):
     assert not (tmp_path / "executed").exists()
 
 
-def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd, monkeypatch):
-    monkeypatch.setenv("COURSE_NOTEBOOK", "")  # run_one sets it for the kernel; restored afterwards
+def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd):
     source = tmp_path / "tiny.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("QUICK, DEVICE = True, 'auto'", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("from ipykernel.kernelapp import IPKernelApp\n"
-                                  "app = IPKernelApp.instance()\nprint(app.transport, app.ip)")],
-        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), source)
+    _tiny(source, "from ipykernel.kernelapp import IPKernelApp\n"
+                  "app = IPKernelApp.instance()\nprint(app.transport, app.ip)")
     run = execute.run_one(source, tmp_path / "out", quick=True, device="cpu")
     assert run.ok, run.error
     (output,) = nbformat.read(tmp_path / "out" / "executed" / "tiny.ipynb", 4).cells[-1].outputs
@@ -91,10 +87,9 @@ def _tiny(path, code):
         metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), path)
 
 
-def test_a_failed_notebook_keeps_its_error_and_a_dead_kernel_leaves_no_stale_copy(tmp_path, monkeypatch):
+def test_a_failed_notebook_keeps_its_error_and_a_dead_kernel_leaves_no_stale_copy(tmp_path):
     """The executed notebook is written once, at the end (not after every cell): a failing cell's
     error is in it; a kernel that dies leaves no executed copy, not the one of an earlier run."""
-    monkeypatch.setenv("COURSE_NOTEBOOK", "")
     source, out = tmp_path / "tiny.ipynb", tmp_path / "out"
     executed = out / "executed" / "tiny.ipynb"
     _tiny(source, "raise ValueError('broken on purpose')")
@@ -174,6 +169,15 @@ def test_ctrl_c_stops_the_run_and_kills_the_running_kernel(tmp_path):
     assert not (tmp_path / "out" / "report.html").exists()
 
 
+def _fake_package(root, **modules):
+    """``root/src/fakepkg`` with an ``__init__.py`` and ``modules`` ({name: source})."""
+    package = root / "src" / "fakepkg"
+    package.mkdir(parents=True)
+    for name, source in {"__init__": "VALUE = 1\n", **modules}.items():
+        (package / f"{name}.py").write_text(source)
+    return package
+
+
 def _import_in_a_new_python(package_root, env):
     subprocess.run([sys.executable, "-c", "import fakepkg"], cwd=package_root, env=env, check=True)
 
@@ -181,9 +185,7 @@ def _import_in_a_new_python(package_root, env):
 def test_kernels_share_a_bytecode_cache_where_python_would_keep_none(tmp_path, monkeypatch):
     """A container image with PYTHONDONTWRITEBYTECODE and no .pyc: without the shared cache every
     kernel compiles torch again; with it the first kernel writes bytecode that the next one reads."""
-    package = tmp_path / "src" / "fakepkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("VALUE = 1\n")
+    package = _fake_package(tmp_path)
     cache = tmp_path / "cache"
     image_env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     changes = execute.shared_bytecode(image_env, package, cache)
@@ -199,10 +201,7 @@ def test_kernels_share_a_bytecode_cache_where_python_would_keep_none(tmp_path, m
 
 
 def test_compile_ahead_fills_the_shared_cache_without_importing_anything(tmp_path, monkeypatch):
-    package = tmp_path / "src" / "fakepkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("VALUE = 1\n")
-    (package / "broken_on_import.py").write_text("raise RuntimeError('imported')\n")
+    package = _fake_package(tmp_path, broken_on_import="raise RuntimeError('imported')\n")
     cache = tmp_path / "cache"
     monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
     execute.compile_ahead([package], execute.shared_bytecode(os.environ, package, cache))
@@ -213,9 +212,7 @@ def test_compile_ahead_fills_the_shared_cache_without_importing_anything(tmp_pat
 
 
 def test_bytecode_settings_stay_as_they_are_where_python_keeps_bytecode(tmp_path):
-    package = tmp_path / "fakepkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("VALUE = 1\n")
+    package = _fake_package(tmp_path)
     assert execute.shared_bytecode({"PYTHONPYCACHEPREFIX": "/mine"}, package, tmp_path / "c") == {}, \
         "a prefix the user chose is kept"
     beside = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}  # compile next to the sources

@@ -76,9 +76,9 @@ class Kernel:
         self.folder = tempfile.TemporaryDirectory(prefix="course-kernel-")  # mode 0700
         sockets = {"transport": "ipc", "ip": os.path.join(self.folder.name, "kernel")} if os.name == "posix" else {}
         self.manager = AsyncKernelManager(kernel_name="python3", **sockets)
+        preloading = [f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else []
         try:
-            run_sync(self.manager.start_kernel)(cwd=str(source.parent), env=env,
-                                                extra_arguments=[f"--IPKernelApp.exec_lines={PRELOAD}"] if preload else [])
+            run_sync(self.manager.start_kernel)(cwd=str(source.parent), env=env, extra_arguments=preloading)
         except BaseException:
             self.folder.cleanup()
             raise
@@ -185,8 +185,13 @@ def workers():
     """A ``map`` over every core, in fresh processes, for the work left once every notebook has
     run: nothing is measured any more. Rendering twelve notebooks to HTML and the report's hundred
     plots took 25 s on one core of the 2-core VM."""
-    with concurrent.futures.ProcessPoolExecutor(os.cpu_count(), mp_context=multiprocessing.get_context("spawn")) as pool:
+    with _spawned(os.cpu_count()) as pool:
         yield pool.map
+
+
+def _spawned(processes: int | None) -> concurrent.futures.ProcessPoolExecutor:
+    """A pool of fresh processes (spawned, not forked: the runner may have started CUDA and threads)."""
+    return concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
 
 
 def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs: int = 1,
@@ -199,7 +204,8 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     timings then disturb each other, so measurements you will read come from ``jobs=1``."""
     (out_dir / "records").mkdir(parents=True, exist_ok=True)
     threads = 1 if jobs > 1 else None
-    bytecode = shared_bytecode(dict(os.environ), Path(torch.__file__).parent, out_dir / ".pycache")
+    torch_dir = Path(torch.__file__).parent
+    bytecode = shared_bytecode(dict(os.environ), torch_dir, out_dir / ".pycache")
     records = [out_dir / "records" / f"{source.stem}.jsonl" for source in sources]
     tasks = [(source, out_dir, quick, device, kernel_env(source, written, threads, bytecode),
               f"[{k}/{len(sources)}] {source.stem}") for k, (source, written) in enumerate(zip(sources, records), 1)]
@@ -207,11 +213,11 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
         written.unlink(missing_ok=True)
     many_cores = (os.cpu_count() or 1) >= AHEAD_MIN_CORES
     if bytecode and many_cores:
-        compile_ahead([Path(torch.__file__).parent, *_package_dirs(PRECOMPILED)], bytecode)
+        compile_ahead([torch_dir, *_package_dirs(PRECOMPILED)], bytecode)
     if jobs <= 1:
         runs = _run_in_turn(tasks, ahead=many_cores, on_done=on_done)
     else:
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with _spawned(jobs) as pool:
             futures = [pool.submit(run_one, *task) for task in tasks]
             for future in concurrent.futures.as_completed(futures):
                 on_done(future.result())
