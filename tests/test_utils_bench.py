@@ -1,4 +1,8 @@
+import contextlib
 import json
+import queue
+import threading
+import time
 
 import pytest
 import torch
@@ -207,3 +211,66 @@ def test_long_calls_are_profiled_once_short_ones_several_times():
     assert bench._profiled_calls(rounds(0.5)) == 1                       # 0.5 s a call: once is plenty
     assert bench._profiled_calls(rounds(bench.LONG_CALL_S)) == 1
     assert bench._profiled_calls(rounds(1e-3)) == bench.PROFILED_CALLS   # short calls: launch jitter averages out
+
+
+class Prefetcher:
+    """A stand-in for an endless DataLoader with workers: a background thread makes one batch every
+    ``make_s`` while at most ``depth`` wait; a step takes the next batch, then works ``step_s``."""
+
+    def __init__(self, make_s: float, depth: int, step_s: float):
+        self.ready, self.step_s, self.stopped = queue.Queue(maxsize=depth), step_s, threading.Event()
+
+        def produce():
+            while not self.stopped.is_set():
+                time.sleep(make_s)
+                while not self.stopped.is_set():
+                    with contextlib.suppress(queue.Full):
+                        self.ready.put(None, timeout=0.01)
+                        break
+
+        self.thread = threading.Thread(target=produce, daemon=True)
+        self.thread.start()
+
+    def step(self):
+        self.ready.get()
+        time.sleep(self.step_s)
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join()
+
+
+def test_a_variant_that_works_ahead_is_timed_in_its_steady_state(quick_bench):
+    # Steady state: a batch every 12 ms; from a full buffer, 2 ms a step. Interleaved with a 10 ms
+    # baseline, the buffer (4 batches) refills during the baseline's round, and QUICK's rounds of
+    # ~0.05 s would be half buffer: the median would land between 2 and 12 ms.
+    loader, calls = Prefetcher(make_s=12e-3, depth=4, step_s=2e-3), []
+
+    def logged(label, fn):
+        def call():
+            start = time.perf_counter()
+            fn()
+            calls.append((label, start, time.perf_counter()))
+        return call
+
+    try:
+        result = bench.compare("T094", ("baseline", logged("baseline", lambda: time.sleep(10e-3))),
+                               ("workers", logged("workers", loader.step)), memory=False, record=False,
+                               ahead={"workers": 4})
+    finally:
+        loader.close()
+    workers = result.rows[1]
+    assert workers.median >= 9e-3, f"the buffer's batches were timed, not the steady state: {workers}"
+    assert all(m >= 9e-3 for m in workers.round_medians), workers.round_medians
+    # After its first round, the measurement waited while the buffer refilled (4 batches, ~48 ms)
+    # before the baseline's second round, so that the refill did not run during that round.
+    handovers = [later[1] - earlier[2] for earlier, later in zip(calls, calls[1:])
+                 if (earlier[0], later[0]) == ("workers", "baseline")]
+    assert handovers[-1] >= 0.75 * 4 * workers.median, (handovers, workers)
+
+
+@pytest.mark.parametrize("ahead,error", [({"c": 2}, r"names no variant: \['c'\]"), ({"b": -1}, "int >= 0"),
+                                         ({"b": 1.5}, "int >= 0"), ({"b": True}, "int >= 0")])
+def test_ahead_must_name_a_variant_and_count_calls(quick_bench, ahead, error):
+    with pytest.raises(ValueError, match=error):
+        bench.compare("T000", ("a", small), ("b", small), record=False, ahead=ahead)

@@ -93,6 +93,20 @@ def _block_size(timer: benchmark.Timer, min_run_time: float) -> int:
     return max(1, math.ceil(target / max(one_call, 1e-9)))
 
 
+def _drain(fn: Callable[[], object], ahead: int) -> None:
+    """Untimed calls that use up what a variant prepared in the background while others ran."""
+    for _ in range(ahead):
+        fn()
+
+
+def _refill(blocks: list[benchmark.Measurement], ahead: int) -> None:
+    """After the round of a variant that works ``ahead`` calls in advance, wait as long as that many
+    of its calls took: its background work (DataLoader workers, their pin-memory thread) finishes
+    now, not during the next variant's round, where it would compete for cores and the GIL."""
+    if ahead:
+        time.sleep(ahead * sorted(b.median for b in blocks)[len(blocks) // 2])
+
+
 def _run_round(timer: benchmark.Timer, number: int, min_run_time: float) -> list[benchmark.Measurement]:
     """Timed blocks until min_run_time has passed (at least 3 blocks, for an IQR).
 
@@ -180,14 +194,17 @@ def placement(labels: list[str], device: torch.device | str = "cpu", devices: di
 
 
 def _measure_interleaved(variants, device: torch.device, memory: bool,
-                         row_devices: list[torch.device] | None = None) -> list[Timing]:
+                         row_devices: list[torch.device] | None = None,
+                         ahead: list[int] | None = None) -> list[Timing]:
     """Time the variants in interleaved rounds. ``row_devices``: each variant's device (default:
     ``device`` for all); a variant on the CPU gets no GPU time, and when the variants run on
     different devices their peak memory is not measured (a CUDA allocator's peak and a CPU's are
-    not the same quantity) and each row says where it ran."""
+    not the same quantity) and each row says where it ran. ``ahead``: how many calls' worth of
+    work each variant prepares in the background (``compare``'s ``ahead``; default 0)."""
     from torch.utils import benchmark
 
     row_devices = row_devices or [device] * len(variants)
+    ahead = ahead or [0] * len(variants)
     mixed = len(set(row_devices)) > 1
     memory = memory and not mixed
     with _on_device(device):
@@ -195,11 +212,16 @@ def _measure_interleaved(variants, device: torch.device, memory: bool,
         for _, fn, _ in variants:  # warm-up: first calls pay for lazy init, caches, autotuning
             fn()
         budget = _settings["min_run_time"]
-        numbers = [_block_size(timer, budget) for timer in timers]
+        numbers = []
+        for (_, fn, _), timer, n in zip(variants, timers, ahead):
+            _drain(fn, n)   # a full buffer would make one call look faster than the steady state
+            numbers.append(_block_size(timer, budget))
         rounds: list[list[list[benchmark.Measurement]]] = [[] for _ in variants]
         for _ in range(_settings["rounds"]):  # interleaved: baseline, tip, baseline, tip, ...
             for i, timer in enumerate(timers):
+                _drain(variants[i][1], ahead[i])
                 rounds[i].append(_run_round(timer, numbers[i], budget))
+                _refill(rounds[i][-1], ahead[i])
         timings = []
         gpu_seconds = [gpu_seconds_per_call(fn, on, calls=_profiled_calls(measured))
                        for (_, fn, _), measured, on in zip(variants, rounds, row_devices)]
@@ -240,7 +262,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
             device: torch.device | str = "cpu", memory: bool = True, record: bool = True,
             about_overhead: bool = False, host: bool = False, why: str = "", headline: str = "",
             facts: dict | None = None, needs: str | None = None, rate: tuple | None = None,
-            devices: dict | None = None) -> Result | Unmeasured:
+            devices: dict | None = None, ahead: dict | None = None) -> Result | Unmeasured:
     """Measure a baseline and the tip's variant(s) side by side; record and return the result.
 
     Each of ``baseline`` and ``variants`` is ``(label, fn)`` or ``(label, fn, extra)`` where
@@ -253,6 +275,12 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     baseline beside GPU variants: ``devices={"CPU, all threads": "cpu"}``). A comparison with a
     variant on a GPU is recorded as that GPU's; each record also keeps its variant's own device.
     Variants on different devices get a "runs on" column, no GPU time on the CPU, and no peak memory.
+    ``ahead`` maps a variant's label to how many calls' worth of work it prepares in the background
+    (an endless DataLoader's ``num_workers * prefetch_factor`` batches). Interleaved with the others,
+    such a variant would refill while they run, and then serve its short rounds from the buffer: it
+    would look faster than its steady state, and its workers would slow the next variant down. So
+    that many untimed calls empty the buffer before each of its rounds, and after each round the
+    measurement waits while the buffer refills.
     ``why`` names the comparison's explanations in ``utils/why`` (default: the tip), ``headline``
     the variant the card's headline is about (default: the first after the baseline), and
     ``facts`` further figures those explanations may quote. ``rate=(unit, work)`` adds each variant's
@@ -274,11 +302,12 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     if headline and headline not in labels[1:]:
         raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
     device, row_devices = placement(labels, device, devices, host)
+    prepared = _ahead(labels, ahead)
     if needs is not None and not _satisfies(device, needs):
         demo = Demo(tip, title or tip, labels, dict(sizes or {}), getattr(sizes, "spec", None))
         return Unmeasured(demo, device_name(device), _kind(device), needs, why, dict(facts or {}), headline or labels[1])
     result = Result(tip, title or tip, str(device), device_name(device), dict(sizes or {}),
-                    _measure_interleaved(parsed, device, memory, row_devices), about_overhead=about_overhead, host=host,
+                    _measure_interleaved(parsed, device, memory, row_devices, prepared), about_overhead=about_overhead, host=host,
                     sizes_spec=getattr(sizes, "spec", None), quick=is_quick(),
                     notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=why, headline_variant=headline,
                     torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()})
@@ -291,6 +320,18 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
         records.append(written)
         result.records = written   # the card carries them into the notebook too
     return result
+
+
+def _ahead(labels: list[str], ahead: dict | None) -> list[int]:
+    """Each variant's ``ahead`` count, in the order of ``labels``."""
+    ahead = dict(ahead or {})
+    unknown = sorted(set(ahead) - set(labels))
+    if unknown:
+        raise ValueError(f"ahead names no variant: {unknown}; the variants are {labels}")
+    for label, calls in ahead.items():
+        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+            raise ValueError(f"ahead[{label!r}] must be a number of calls (an int >= 0), got {calls!r}")
+    return [ahead.get(label, 0) for label in labels]
 
 
 def _add_rate(result: Result, unit: str, work: float) -> None:
