@@ -215,7 +215,8 @@ def _measure_interleaved(variants, device: torch.device, memory: bool,
         numbers = []
         for (_, fn, _), timer, n in zip(variants, timers, ahead):
             _drain(fn, n)   # a full buffer would make one call look faster than the steady state
-            numbers.append(_block_size(timer, budget))
+            # workers that start together finish together: a block of `ahead` calls spans their bursts
+            numbers.append(max(_block_size(timer, budget), n))
         rounds: list[list[list[benchmark.Measurement]]] = [[] for _ in variants]
         for _ in range(_settings["rounds"]):  # interleaved: baseline, tip, baseline, tip, ...
             for i, timer in enumerate(timers):
@@ -279,8 +280,10 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
     (an endless DataLoader's ``num_workers * prefetch_factor`` batches). Interleaved with the others,
     such a variant would refill while they run, and then serve its short rounds from the buffer: it
     would look faster than its steady state, and its workers would slow the next variant down. So
-    that many untimed calls empty the buffer before each of its rounds, and after each round the
-    measurement waits while the buffer refills.
+    that many untimed calls empty the buffer before each of its rounds, each timed block spans at
+    least that many calls (workers started together hand over their batches in bursts: one call
+    waits, the next ones find a batch ready), and after each round the measurement waits while the
+    buffer refills.
     ``why`` names the comparison's explanations in ``utils/why`` (default: the tip), ``headline``
     the variant the card's headline is about (default: the first after the baseline), and
     ``facts`` further figures those explanations may quote. ``rate=(unit, work)`` adds each variant's
