@@ -103,8 +103,10 @@ def _refill(blocks: list[benchmark.Measurement], ahead: int) -> None:
     """After the round of a variant that works ``ahead`` calls in advance, wait as long as that many
     of its calls took: its background work (DataLoader workers, their pin-memory thread) finishes
     now, not during the next variant's round, where it would compete for cores and the GIL."""
+    from torch.utils import benchmark
+
     if ahead:
-        time.sleep(ahead * sorted(b.median for b in blocks)[len(blocks) // 2])
+        time.sleep(ahead * benchmark.Measurement.merge(blocks)[0].median)  # the round's median, as in per_round
 
 
 def _run_round(timer: benchmark.Timer, number: int, min_run_time: float) -> list[benchmark.Measurement]:

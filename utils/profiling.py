@@ -39,6 +39,7 @@ GRAY = (0.299, 0.587, 0.114)   # RGB weights of the grayscale mean that contrast
 MEAN = (0.49, 0.48, 0.45)
 STD = (0.25, 0.24, 0.26)
 SAMPLE_LABEL = "data: augment one sample"
+PREFETCH = 2         # batches each worker of endless_batches prepares ahead (DataLoader's default)
 
 
 def trace_dir() -> Path:
@@ -158,11 +159,12 @@ def small_cnn(channels: int, device: torch.device | str) -> nn.Module:
 def endless_batches(dataset: Dataset, batch: int, device: torch.device | str,
                     num_workers: int = 0) -> Iterator:
     """Random batches from a DataLoader, drawn for ever (``next()`` as often as a loop likes);
-    workers, when asked for, start once and stay (persistent); pinned memory only for CUDA."""
+    workers, when asked for, start once and stay (persistent), each ``PREFETCH`` batches ahead;
+    pinned memory only for CUDA."""
     sampler = RandomSampler(dataset, replacement=True, num_samples=2**31 - 1)
     loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=num_workers,
                         pin_memory=torch.device(device).type == "cuda" and num_workers > 0,
-                        persistent_workers=num_workers > 0)
+                        persistent_workers=num_workers > 0, prefetch_factor=PREFETCH if num_workers else None)
     return iter(loader)
 
 
