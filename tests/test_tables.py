@@ -16,7 +16,9 @@ def test_attempt_says_what_a_call_returns_or_raises_in_one_line():
     assert attempt(raises) == "RuntimeError: Found no NVIDIA driver on your system"
     assert attempt(raises, brief=True) == "RuntimeError"
     assert attempt(raises, containing="more") == "RuntimeError: more"
-    assert attempt(raises, limit=5) == "RuntimeError: Found"
+    assert attempt(raises, limit=12) == "RuntimeError: Found no…"   # cut at a word, and marked
+    assert attempt(raises, limit=5) == "RuntimeError: Foun…"        # no word boundary near the limit
+    assert attempt(raises, limit=len("Found no NVIDIA driver on your system")) == attempt(raises)
 
 
 def test_attempt_reports_warnings_only_when_asked_and_never_lets_them_out():
@@ -27,6 +29,16 @@ def test_attempt_reports_warnings_only_when_asked_and_never_lets_them_out():
         warnings.simplefilter("error")  # a warning escaping attempt() would fail this test
         assert attempt(warns) == "5"
         assert attempt(warns, warned=True) == "5; UserWarning: careful. really"
+
+
+def test_a_notice_silenced_by_message_stays_silent_when_warnings_are_shown():
+    def warns():
+        warnings.warn("Library notice: nothing to do")
+        warnings.warn("the lesson")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Library notice", category=UserWarning)
+        assert attempt(warns, warned=True) == "None; UserWarning: the lesson"
+    assert attempt(warns, warned=True).count("UserWarning") == 2   # not silenced out here
 
 
 def test_a_table_renders_as_html_and_text():

@@ -1,8 +1,11 @@
+import warnings
+
 import pytest
 import torch
 
 from utils.comparison import Timing
 from utils.memory import CPU_METHOD, MPS_METHOD, held_memory, memory_note, peak_memory
+from utils.memory_lessons import warned
 from utils.present import Result
 from utils.units import format_bytes
 
@@ -108,3 +111,11 @@ def test_verdict_against_another_variant():
     assert c.verdict("pinned+async", against="pinned").text == "2.00x as fast"
     assert "25% of the baseline's peak memory" in c.memory_verdict("pinned+async", against="pinned").text
     assert c.memory_verdict("pinned", against="base").kind == "same memory"
+
+
+def test_warned_shows_the_warnings_a_call_gives_or_the_error_it_raises():
+    def warns():
+        warnings.warn("use_reentrant should be passed. It will raise. Pass it. Really")
+    assert warned(warns) == "UserWarning: use_reentrant should be passed. It will raise."
+    assert warned(lambda: 1) == "no warning"
+    assert warned(lambda: 1 / 0) == "ZeroDivisionError: division by zero"

@@ -87,7 +87,7 @@ def load_report(model: nn.Module, state: dict) -> str:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as err:
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-        return f"RuntimeError: {(lines[1] if len(lines) > 1 else lines[0])[:110]}"
+        return f"RuntimeError: {lines[1] if len(lines) > 1 else lines[0]}"  # one line, both shapes: the point
 
     def listed(keys):
         return keys if len(keys) <= 4 else f"{len(keys)} keys, e.g. {keys[:2]}"

@@ -191,9 +191,16 @@ def _change(after: int, before: int) -> str:
 def warned(fn: Callable[[], object]) -> str:
     """The warnings a call gives (category and first two sentences), or the error it raises, in one
     line: caught, so that a warning that is the lesson shows as data rather than on stderr."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        outcome = attempt(fn)
+    caught: list[warnings.WarningMessage] = []
+
+    def recorded():  # recorded inside attempt(), which silences any warning that reaches it
+        with warnings.catch_warnings(record=True) as inside:
+            warnings.simplefilter("always")
+            out = fn()
+        caught.extend(inside)
+        return out
+
+    outcome = attempt(recorded)
     if outcome.split(":")[0].endswith(("Error", "Exception")):
         return outcome
     return " | ".join(f"{w.category.__name__}: " + ". ".join(str(w.message).split(". ")[:2]).rstrip(".") + "."

@@ -59,6 +59,25 @@ class Table:
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)])\. ")
 
 
+def _silenced_by_message() -> list[dict]:
+    """The active "ignore" filters that name a message, as ``filterwarnings`` arguments."""
+    return [{"action": "ignore", "message": message.pattern, "category": category,
+             "module": module.pattern if module else "", "lineno": lineno}
+            for action, message, category, module, lineno in reversed(warnings.filters)
+            if action == "ignore" and message is not None]
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at a word boundary where one is near, marked "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def attempt(fn: Callable[[], object], *, ok: str | None = None, brief: bool = False, warned: bool = False,
             containing: str = "", limit: int = 100) -> str:
     """What a call does here, in one line, for a demo table: its result (a string as it is, a tensor
@@ -67,8 +86,11 @@ def attempt(fn: Callable[[], object], *, ok: str | None = None, brief: bool = Fa
     first line ``containing`` a phrase, if one does), cut at its first sentence and ``limit``
     characters (``brief``: the type alone)."""
     try:
+        silenced = _silenced_by_message()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always" if warned else "ignore")
+            for kept in silenced:  # a notice silenced on purpose (session.QUIET) stays silent
+                warnings.filterwarnings(**kept)
             out = fn()
     except Exception as err:  # noqa: BLE001 (showing any error is the point)
         if brief:
@@ -76,7 +98,7 @@ def attempt(fn: Callable[[], object], *, ok: str | None = None, brief: bool = Fa
         lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [""]
         line = next((line for line in lines if containing and containing in line), lines[0])
         first = _SENTENCE_END.split(line)[0].rstrip(".")
-        return f"{type(err).__name__}: {first[:limit]}"
+        return f"{type(err).__name__}: {_clip(first, limit)}"
     shown = ok if ok is not None else out if isinstance(out, str) else (
         f"shape {tuple(out.shape)}" if hasattr(out, "shape") and hasattr(out, "grad_fn") else repr(out))
     notes = [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] if warned else []
