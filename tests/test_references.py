@@ -30,13 +30,14 @@ def refs(tmp_path, monkeypatch):
     references._load_runs.cache_clear()
 
 
-def store(tmp_path, comparisons, name="gpu-1", commit="abc123", manifest=True):
+def store(tmp_path, comparisons, name="gpu-1", commit="abc123", manifest=True, device_name=None):
     run_dir = tmp_path / f"run-{name}"
     run_dir.mkdir()
     for c in comparisons:
         records.append(c.to_records(), run_dir / "measurements.jsonl")
     if manifest:
-        (run_dir / "run.json").write_text(json.dumps({"commit": commit, "mode": "full"}))
+        extra = {"device_name": device_name} if device_name else {}
+        (run_dir / "run.json").write_text(json.dumps({"commit": commit, "mode": "full", **extra}))
     return references.add(run_dir, name)
 
 
@@ -48,6 +49,15 @@ def test_a_reference_at_the_sizes_the_notebook_picks_for_its_device_is_shown(tmp
     assert "On NVIDIA Test GPU (reference run gpu-1): 2.00x as fast." in repr(mine)
     page = mine._repr_html_()
     assert "this run beside the reference runs" in page and "NVIDIA Test GPU, torch" in page and "commit abc123" in page
+
+
+def test_a_reference_measured_on_its_hosts_cpu_is_labelled_as_that_machines_cpu(tmp_path, refs):
+    # a host-side comparison (Pillow, DDP on CPU) in a GPU machine's run: its CPU, not this one's, not its GPU
+    store(tmp_path, [demo("cpu", n=4, spec=SPEC)], device_name="NVIDIA Test GPU")
+    mine = demo("cpu", n=4, spec=SPEC)
+    assert "On reference run gpu-1's host, CPU (test): 2.00x as fast." in repr(mine)
+    page = mine._repr_html_()
+    assert "CPU (test), torch" in page and "NVIDIA Test GPU" not in page
 
 
 @pytest.mark.parametrize("change", ["resized", "relabelled", "retitled"])

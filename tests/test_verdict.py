@@ -28,7 +28,7 @@ def test_a_clear_consistent_gap_is_faster_or_slower():
 def test_a_gap_within_the_iqr_is_no_clear_difference():
     c = comparison(row("base", 2.0 * MS, iqr=0.3 * MS), row("tip", 1.85 * MS, iqr=0.1 * MS))
     assert c.verdict("tip").kind == "no clear difference"
-    assert c.verdict("tip").text == "no clear difference"
+    assert c.verdict("tip").text == "no clear difference (1.08x as fast, runs overlap)"  # the ratio, and why
     assert "middle halves of the runs overlap" in c.verdict("tip").note
 
 
@@ -186,7 +186,20 @@ def test_under_one_percent_no_text_prints_a_ratio():
     from utils.present import SweepResult
     sweep = SweepResult("T000", "demo", "n", [1, 2], [comparison(row("b", 1 * MS), row("t", 0.996 * MS)),
                                                       comparison(row("b", 2 * MS), row("t", 1 * MS))])
-    assert sweep.headline() == "t against b on dev, by n: no clear difference at 1, 2.00x at 2."
+    assert sweep.headline() == "t against b on dev, by n: no clear difference at 1, 2.00x as fast at 2."
+
+
+def test_a_sweep_headline_gives_a_ratio_only_where_its_point_has_a_verdict():
+    from utils.present import SweepResult
+    points = [comparison(row("b", 0.2 * MS, device_s=0.01 * MS), row("t", 0.1 * MS, device_s=0.005 * MS),
+                         device="cuda"),                                                        # launch-bound
+              comparison(row("b", 2 * MS), row("t", 2.2 * MS)),                                 # slower
+              comparison(row("b", 2 * MS, iqr=0.5 * MS), row("t", 1.6 * MS, iqr=0.5 * MS))]     # runs overlap
+    sweep = SweepResult("T000", "demo", "n", [1, 2, 3], points)
+    assert sweep.headline() == ("t against b on dev, by n: launch-bound at 1, slower: 1.10x the time at 2, "
+                                "no clear difference at 3.")
+    assert [r["verdict"].split(" (")[0] for r in sweep.table_rows()] == [
+        "launch-bound", "slower: 1.10x the time", "no clear difference"]
 
 
 def test_gpu_time_above_the_wall_time_is_explained_from_the_numbers():

@@ -176,7 +176,7 @@ def reference_table(result: Comparison) -> str:
     for i, row in enumerate(result.rows):
         cells = {"variant": row.label, f"here: {result.device_name}": _speed(result, row)}
         for run, ref in found:
-            cells[f"{run.describe()} ({format_sizes(ref.sizes) or 'no sizes'})"] = _speed(ref, ref.rows[i])
+            cells[f"{run.describe(ref.device_name)} ({format_sizes(ref.sizes) or 'no sizes'})"] = _speed(ref, ref.rows[i])
         rows.append(cells)
     return html_table(rows, caption=f"{result.tip}: this run beside the reference runs")
 
@@ -187,8 +187,15 @@ def reference_lines(demo: Demo, label: str, named: bool = False) -> list[str]:
     newest = {}
     for run, ref in sorted(references.matching(demo), key=lambda found: (found[0].manifest.get("date", ""), found[0].name)):
         newest[ref.device_name] = (run, ref)
-    return [f"On {ref.device_name} (reference run {run.name}): {f'{label}, ' if named else ''}"
-            f"{_speed(ref, ref.row(label), short=True)}." for run, ref in newest.values()]
+    return [f"On {_where(run, ref)}: {f'{label}, ' if named else ''}{_speed(ref, ref.row(label), short=True)}."
+            for run, ref in newest.values()]
+
+
+def _where(run, ref: Comparison) -> str:
+    """Where a reference run measured: its GPU, or the CPU of the machine it ran on (not this one's)."""
+    if ref.device.startswith("cpu"):
+        return f"reference run {run.name}'s host, {ref.device_name}"
+    return f"{ref.device_name} (reference run {run.name})"
 
 
 def _speed(result: Comparison, row: Timing, short: bool = False) -> str:
@@ -295,6 +302,15 @@ class Result(Comparison):
                           text_table(table_rows(self, compact=True))])
 
 
+def _brief(result: Comparison) -> str:
+    """A sweep point's verdict in a few words, as its table row judges it: a ratio only where the
+    point has a speed verdict."""
+    verdict = time_verdict(result, result.featured())
+    if verdict.kind == "launch-bound":
+        return verdict.text.split(":")[0]  # "launch-bound" or "host-bound"
+    return "no clear difference" if verdict.kind == "no clear difference" else verdict.text
+
+
 @dataclass(repr=False)
 class SweepResult(Sweep):
     """A sweep as a notebook shows it: a headline of the ratios by size, the explanation of the
@@ -307,9 +323,8 @@ class SweepResult(Sweep):
     def headline(self) -> str:
         first = self.comparisons[0]
         base, row = first.baseline.label, first.featured().label
-        ratios = ", ".join(f"{ratio_words(c.speedup(c.featured()))} at {v}"
-                           for v, c in zip(self.values, self.comparisons))
-        return f"{row} against {base} on {first.device_name}, by {self.over}: {ratios}."
+        points = ", ".join(f"{_brief(c)} at {v}" for v, c in zip(self.values, self.comparisons))
+        return f"{row} against {base} on {first.device_name}, by {self.over}: {points}."
 
     def table_rows(self) -> list[dict[str, str]]:
         rows = []
@@ -386,7 +401,7 @@ class Unmeasured:
 
     def to_html(self) -> str:
         found = references.matching(self.demo)
-        details = "".join(html_table(table_rows(Result.of(ref), compact=True), caption=f"{run.describe()}")
+        details = "".join(html_table(table_rows(Result.of(ref), compact=True), caption=run.describe(ref.device_name))
                           for run, ref in found)
         return card_html(f"{self.demo.tip} · {self.demo.title}", self.headline(), self.lines(), "", details=details)
 

@@ -46,9 +46,10 @@ class ReferenceRun:
     def quick(self) -> bool:
         return manifest_quick(self.manifest)
 
-    def describe(self) -> str:
+    def describe(self, device_name: str = "") -> str:
+        """The run in a few words; ``device_name``: what measured (a comparison on its host CPU), else its GPU."""
         m = self.manifest
-        return (f"{m.get('device_name', '?')}, torch {m.get('torch', '?')}, commit {str(m.get('commit', '?'))[:10]}, "
+        return (f"{device_name or m.get('device_name', '?')}, torch {m.get('torch', '?')}, commit {str(m.get('commit', '?'))[:10]}, "
                 f"{'QUICK' if self.quick else 'full'} mode, run '{self.name}'")
 
 

@@ -143,8 +143,8 @@ def build_report(records_path: Path, out_path: Path, runs: list[NotebookRun] = (
     theirs = _reference_only(comparisons, reference_runs)
     cards = list(map_(_card, mine + [ref for _, ref in theirs], [False] * len(mine) + [True] * len(theirs)))
     parts += [f'<section id="{html.escape(c.tip)}">{card}</section>' for c, card in zip(mine, cards)]
-    parts += [f'<section><p><b>Reference only</b> ({html.escape(run.describe())}).</p>{card}</section>'
-              for (run, _), card in zip(theirs, cards[len(mine):])]
+    parts += [f'<section><p><b>Reference only</b> ({html.escape(run.describe(ref.device_name))}).</p>{card}</section>'
+              for (run, ref), card in zip(theirs, cards[len(mine):])]
     parts.append(_claims_section(comparisons, reference_runs))
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Course report</title>"
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")

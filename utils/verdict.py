@@ -149,9 +149,12 @@ def wall_verdict(base: Timing, row: Timing) -> Verdict:
     if gap_clear and len(rounds) < 2:
         return Verdict("one round", f"{format_ratio(ratio)} in one round",
                        _join("rerun in full mode for a verdict", *notes))
-    if not (gap_clear and same_side):
-        why = "the middle halves of the runs overlap" if not gap_clear else "the rounds disagree"
-        return Verdict("no clear difference", "no clear difference", _join(f"{format_ratio(ratio)}, {why}", *notes))
+    if not (gap_clear and same_side):  # the ratio stays in sight: a 1.4x gap without a verdict needs a reason
+        why = "runs overlap" if not gap_clear else "rounds disagree"
+        shown = f"{format_ratio(ratio)} as fast" if ratio > 1 else f"{format_ratio(1 / ratio)} the time"
+        return Verdict("no clear difference", f"no clear difference ({shown}, {why})",
+                       _join("the middle halves of the runs overlap" if not gap_clear
+                             else "the rounds put them in a different order", *notes))
     if ratio > 1:
         return Verdict("faster", f"{format_ratio(ratio)} as fast", _join(*notes))
     return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", _join(*notes))
