@@ -29,6 +29,16 @@ def test_the_shipped_ledger_is_valid_and_covers_the_curriculum_claims():
         assert c.claim and not re.search(r"[\u0400-\u04FF\u4e00-\u9fff]", c.claim + c.note), f"{c.id}: own words"
 
 
+def test_a_claim_whose_condition_is_a_gpu_is_judged_on_gpus_only():
+    # one rule for all: "saves GPU memory" judged "reproduced" from a CPU run, and the same
+    # measurement "not measurable here" under a sibling claim, read as two verdicts on one fact
+    # C031 (num_workers for GPU training) is about the DataLoader's workers: host processes, whatever trains
+    host_side = {"C031"}
+    gpu_conditioned = [c for c in claims.load() if "GPU" in c.condition.split(";")[0] and c.id not in host_side]
+    assert len(gpu_conditioned) >= 20
+    assert [c.id for c in gpu_conditioned if c.device != "gpu"] == []
+
+
 @pytest.mark.skipif(not CURRICULUM.exists(), reason="the curriculum lives beside the repo (../shared)")
 def test_every_claim_names_a_curriculum_tip():
     known = set(re.findall(r"^\| (T\d{3}) \|", CURRICULUM.read_text(), re.M))
