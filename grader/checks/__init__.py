@@ -149,14 +149,21 @@ def equal(actual, expected: torch.Tensor, what: str) -> None:
     close(actual, expected, what, rtol=0.0, atol=0.0)
 
 
-def uses(source: str, names: set[str], bare: bool = False) -> set[str]:
-    """Which of ``names`` the code reaches by attribute (``F.one_hot``) or import, and with
-    ``bare=True`` also as a plain name (one the notebook's import cell binds): a static look at the
-    student's source, done here, so nothing in the sandbox can hide it."""
+def uses(source: str, names: set[str], bare: bool = False, self_checks: bool = False) -> set[str]:
+    """Which of ``names`` the code reaches by attribute (``F.one_hot``), by a name it imports and then
+    uses (``from torch import cdist as d; d(a, b)``), or as a string (``getattr(F, "one_hot")``); with
+    ``bare=True`` also as a plain name (one the notebook's import cell binds). A static look at the
+    student's source, done here, so nothing in the sandbox can hide it. An import alone does nothing
+    (the notebook's import line, copied), and top-level ``assert`` and expression statements are the
+    answer's own self-checks (``assert torch.equal(one_hot(l, 3), F.one_hot(l, 3))``): neither counts,
+    unless ``self_checks=True`` (where a call at cell level could change what is graded)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
+    if not self_checks:
+        tree.body = [node for node in tree.body if not isinstance(node, (ast.Assert, ast.Expr))]
+    used_names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in names:
@@ -164,7 +171,9 @@ def uses(source: str, names: set[str], bare: bool = False) -> set[str]:
         elif bare and isinstance(node, ast.Name) and node.id in names:
             found.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            found |= {a.name.rsplit(".", 1)[-1] for a in node.names} & names
+            # `import torch._dynamo` binds `torch`: what it reaches shows as attributes, found above
+            found |= {a.name.rsplit(".", 1)[-1] for a in node.names
+                      if (a.asname or (a.name if isinstance(node, ast.ImportFrom) else None)) in used_names} & names
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
             found.add(node.value)  # getattr(F, "one_hot")
     return found

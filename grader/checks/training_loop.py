@@ -196,7 +196,7 @@ def _did_the_work(case: dict, run: dict, what: str) -> None:
 
 
 def accumulated_syncs(evidence: Evidence, inputs: dict) -> None:
-    escapes = sorted(set().union(*(uses(source, MODE_ESCAPES) for source in evidence.sources.values())))
+    escapes = sorted(set().union(*(uses(source, MODE_ESCAPES, self_checks=True) for source in evidence.sources.values())))
     expect(not escapes, f"the answers reach into torch's function-override machinery ({', '.join(escapes)}), "
            "so their host reads cannot be counted: a training loop does not need it")
     for case, run, what in _acc_runs(evidence, inputs, FULL_GROUPS):
