@@ -65,6 +65,19 @@ CORRECT = {
         acc.empty_cache()
     after = (acc.memory_allocated(), acc.memory_reserved()) if acc.is_available() else (0, 0)
 '''),
+    # torch.cuda's functions imported by name: the simulations replace module attributes, and reach
+    # these names through utils.simulated_cuda.calls_through
+    "imported_names": "from torch.cuda import empty_cache, is_available, memory_allocated, memory_reserved\n"
+                      + _answer('''
+    on_gpu = is_available()
+    before = (memory_allocated(), memory_reserved()) if on_gpu else (0, 0)
+    for n in names:
+        del namespace[n]
+    gc.collect()
+    if on_gpu:
+        empty_cache()
+    after = (memory_allocated(), memory_reserved()) if on_gpu else (0, 0)
+'''),
 }
 
 WRONG = {  # name -> (answer, a phrase the check's message must contain)

@@ -23,6 +23,10 @@ GPUs, so that code saving and restoring every GPU's generator can be checked on 
 ``without_cuda()`` (at the end) is the other half: a machine with no GPU, even on one that has
 GPUs. The grader's probes run the student's functions inside it, and the simulations above on top
 of it, so an answer earns the same marks on a grading machine with a GPU as on one without.
+
+Both replace module attributes (``torch.cuda.empty_cache``). An answer that imported a function by
+name (``from torch.cuda import empty_cache``) holds the real one: ``calls_through(namespace)``
+makes such names call the module's attribute of the moment, so the simulations reach them too.
 """
 from __future__ import annotations
 
@@ -36,6 +40,39 @@ BLOCK = 512
 # Functions replaced while simulating, in every namespace that exposes them.
 _API = ("is_available", "device_count", "current_device", "synchronize", "memory_allocated", "memory_reserved",
         "memory_stats", "empty_cache", "reset_peak_memory_stats")
+
+
+def _cuda_functions() -> dict[int, tuple]:
+    """id -> (function, module, name) for the memory API's real functions, found when this module
+    loads: before any student code runs."""
+    modules = (torch.cuda, torch.cuda.memory, getattr(torch, "accelerator", None))
+    found = [(getattr(m, n), m, n) for m in modules if m is not None for n in _API if hasattr(m, n)]
+    return {id(fn): (fn, m, n) for fn, m, n in found}
+
+
+_CUDA_FUNCTIONS = _cuda_functions()
+
+
+def _forwarder(module, name: str):
+    def call(*args, **kwargs):
+        return getattr(module, name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+@contextlib.contextmanager
+def calls_through(namespace: dict):
+    """While the block runs, every name in ``namespace`` bound to one of torch's CUDA memory
+    functions (``from torch.cuda import empty_cache, is_available``) calls the module's attribute of
+    the moment, as ``torch.cuda.empty_cache()`` does: simulate_cuda() and without_cuda() reach it."""
+    bound = {key: value for key, value in namespace.items()
+             if id(value) in _CUDA_FUNCTIONS and _CUDA_FUNCTIONS[id(value)][0] is value}
+    for key, value in bound.items():
+        namespace[key] = _forwarder(*_CUDA_FUNCTIONS[id(value)][1:])
+    try:
+        yield
+    finally:
+        namespace.update(bound)
 
 
 def _rounded(nbytes: int) -> int:

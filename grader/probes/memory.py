@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint_sequential as _checkpoint_sequential
 
-from utils.simulated_cuda import simulate_cuda, without_cuda  # bound before any student code runs
+from utils.simulated_cuda import calls_through, simulate_cuda, without_cuda  # bound before any student code runs
 
 
 class _Holder:
@@ -82,7 +82,9 @@ def release(namespace, inputs):
         return {"report": report, "events": events, "left": sorted(ns)}
 
     steps = (("report", report), ("names", names), ("cycles", cycles), ("missing", missing), ("workflow", workflow))
-    with without_cuda():  # as on a machine without a GPU, whatever machine grades; workflow() adds a simulated one
+    # as on a machine without a GPU, whatever machine grades; workflow() adds a simulated one. An answer
+    # that imported torch.cuda's functions by name reaches both through calls_through.
+    with calls_through(namespace), without_cuda():
         return {name: attempt(step) for name, step in steps}
 
 

@@ -67,12 +67,12 @@ class _HostLog(_TorchFunctionMode):
 
 
 def _copies_to_host(args, kwargs):
-    """`.to("cpu")`, or a scalar (a loss) sent to a CPU device. Not `inputs.to(device)`: moving data to
-    the model's device is no read, and here that device is the CPU too."""
+    """A one-number tensor (a loss) sent to the CPU, by name or by device. Not `inputs.to(device)`:
+    moving data to the model's device is no read, and here that device is the CPU too."""
     targets = (*args[1:], *kwargs.values())
-    scalar = _len(args) > 0 and _type(args[0]) in (torch.Tensor, nn.Parameter) and args[0].dim() == 0
-    return _any((_type(t) is str and t.startswith("cpu")) or (scalar and _type(t) is _Device and t.type == "cpu")
-                for t in targets)
+    scalar = _len(args) > 0 and _type(args[0]) in (torch.Tensor, nn.Parameter) and args[0].numel() == 1
+    return scalar and _any((_type(t) is str and t.startswith("cpu")) or (_type(t) is _Device and t.type == "cpu")
+                           for t in targets)
 
 
 class _Token:

@@ -1,11 +1,14 @@
 def train_accumulated(model, batches, optimizer, loss_fn, accumulate):
     """Correct, in another style: no look-ahead. Each micro-batch backpropagates its summed loss
     (mean * size); the gradients are divided by the group's sample count just before the step.
-    Gradients are set to None by hand, and float() reads the running sum once per step."""
+    Gradients are set to None by hand, and float() reads the running sum once per step. Each
+    micro-batch moves to the model's device, named by a string: a move, not a host read."""
     params = [p for p in model.parameters()]
+    device = params[0].device.type
     history = []
     total, samples, count = None, 0, 0
     for inputs, targets in batches:
+        inputs, targets = inputs.to(device), targets.to(device)
         if count == 0:
             for p in params:
                 p.grad = None
