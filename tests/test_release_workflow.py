@@ -16,7 +16,7 @@ import torch
 
 from grader.checks import Evidence, probe_definitions, registry
 from grader.checks.memory import WORKFLOW
-from grader.samples import solution_answers
+from grader.samples import SAMPLES_DIR, solution_answers
 from grader import course
 from hosts import HOSTS
 from utils.simulated_cuda import simulate_cuda
@@ -66,18 +66,8 @@ CORRECT = {
     after = (acc.memory_allocated(), acc.memory_reserved()) if acc.is_available() else (0, 0)
 '''),
     # torch.cuda's functions imported by name: the simulations replace module attributes, and reach
-    # these names through utils.simulated_cuda.calls_through
-    "imported_names": "from torch.cuda import empty_cache, is_available, memory_allocated, memory_reserved\n"
-                      + _answer('''
-    on_gpu = is_available()
-    before = (memory_allocated(), memory_reserved()) if on_gpu else (0, 0)
-    for n in names:
-        del namespace[n]
-    gc.collect()
-    if on_gpu:
-        empty_cache()
-    after = (memory_allocated(), memory_reserved()) if on_gpu else (0, 0)
-'''),
+    # these names through utils.simulated_cuda.calls_through (a bundled sample)
+    "imported_names": (SAMPLES_DIR / "05_memory" / "imports_by_name" / "release.py").read_text(),
 }
 
 WRONG = {  # name -> (answer, a phrase the check's message must contain)
