@@ -179,6 +179,13 @@ def uses(source: str, names: set[str], bare: bool = False, self_checks: bool = F
     return found
 
 
+def needs_data(rec) -> bool:
+    """Whether a call on the meta device (shapes, no data: it stands in for a GPU) failed only for want
+    of values, as an answer that validates its input does: such a case cannot tell where tensors go."""
+    error = str(rec.get("error", "")).lower() if isinstance(rec, dict) else ""
+    return "meta" in error and "device" not in error and "copy out" not in error
+
+
 class _Bound(ast.NodeVisitor):
     """The names a module's top level binds (a function's or class's body is its own scope)."""
 

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import AssignmentChecks, Evidence, close, equal, expect, tensor, value
+from . import AssignmentChecks, Evidence, close, equal, expect, needs_data, tensor, value
 
 CONFIGS = [[5, 7, 3, 0], [5, 7, 3, 1], [5, 7, 3, 2], [4, 9, 2, 3], [3, 6, 8, 6]]
 FOLD_CASES = [  # conv hyperparameters, has bias, dtype, input H x W; zero padding only with padding 0
@@ -30,6 +30,7 @@ ZERO_PADDED = [  # zero padding > 0 in some direction: the fold cannot be exact,
     (dict(in_channels=4, out_channels=4, kernel_size=(1, 3), padding=(0, 1), groups=2), True),
     (dict(in_channels=2, out_channels=2, kernel_size=3, stride=2, padding=(2, 0)), False),
 ]
+META_CASES = [1, 8]  # FOLD_CASES run again with conv, mean and std on the meta device (as on a GPU)
 HYPER = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "padding_mode")
 
 
@@ -50,7 +51,7 @@ def inputs() -> dict:
     zero_padded = [{"hyper": hyper, "has_bias": has_bias, "mean": torch.rand(hyper["in_channels"], generator=g) * 200,
                     "std": torch.rand(hyper["in_channels"], generator=g) * 50 + 15} for hyper, has_bias in ZERO_PADDED]
     return {"deep_mlp": {"configs": CONFIGS, "x": torch.randn(16, 9, generator=g)},
-            "fold_normalize": {"cases": cases, "zero_padded": zero_padded}}
+            "fold_normalize": {"cases": cases, "zero_padded": zero_padded, "meta": META_CASES}}
 
 
 # ---- DeepMLP ---------------------------------------------------------------------------------
@@ -198,6 +199,8 @@ def fold_padding(evidence: Evidence, inputs: dict) -> None:
             expect(isinstance(names, list) and "ValueError" in names,
                    f"{call} raised {str(names[0] if names else '?')[:80]}, expected ValueError "
                    f"(zero padding: the fold cannot be exact at the borders)")
+            expect(bool(str(outcome.get("message", "")).strip()),
+                   f"{call}: give the ValueError a message that says why zero padding cannot be folded")
         else:
             expect(False, f"{call} returned a {str(outcome.get('returned'))[:80]}; with zero padding the fold cannot "
                           "be exact at the borders, so it should raise ValueError")
@@ -220,6 +223,15 @@ def fold_safe(evidence: Evidence, inputs: dict) -> None:
                                                          f"['bias', 'weight'], found {rec['param_names']}")
         expect(rec["dtypes"] == [case["dtype"]] * 2, f"{what}: the result's parameters are {rec['dtypes']}, "
                                                      f"expected conv's dtype {case['dtype']}")
+    cases = inputs["fold_normalize"]["cases"]
+    for i, rec in zip(inputs["fold_normalize"]["meta"], evidence.probe("fold_normalize")["meta"], strict=True):
+        what = f"fold_normalize({_describe(cases[i])}, mean, std) with conv, mean and std on the meta device"
+        if needs_data(rec):
+            continue  # the answer reads values, which meta tensors do not hold: this case cannot tell
+        devices = value(rec, what + " (meta stands in for a GPU: build the new layer on conv.weight.device)")
+        expect(devices == ["meta", "meta"], f"{what}: the result's parameters are on {devices}, expected conv's "
+                                            "device: create the new layer on conv.weight.device")
+
 
 
 CHECKS = AssignmentChecks(

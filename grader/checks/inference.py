@@ -11,11 +11,12 @@ batched_predict
   modes     every call in eval mode (every layer) and inside inference_mode, whichever mode the
             model came in;
   restores  the model's mode as it came, after a return and after the model raises (whose exception
-            reaches the caller unchanged); inference and grad mode as before; the global RNG neither
+            reaches the caller unchanged); inference and grad mode as before (also when the caller is
+            in no_grad or inference_mode); the global RNG neither
             seeded nor drawn from; parameters, buffers and requires_grad unchanged.
 export_and_reload
   matches   a program made by torch.export that computes the eval-mode model, and the model left in
-            its mode (training, eval, and when export raises);
+            its mode (training, eval, and when export raises, whose error reaches the caller unchanged);
   file      the file at path holds the program, and the returned program is the one read back from it
             (the probe's torch.export.save writes marked weights, which only a program loaded from the
             file computes with), so it no longer depends on the model (whose weights are then zeroed);
@@ -188,14 +189,19 @@ def _mode_words(modes: list) -> str:
     return "training mode" if all(modes) else "eval mode" if not any(modes) else "a mix of modes"
 
 
+def _autograd_words(state: dict) -> str:
+    return f"inference mode {'on' if state['inference'] else 'off'}, grad mode {'on' if state['grad'] else 'off'}"
+
+
 def _modes_restored(what: str, rec: dict, when: str, advice: str) -> None:
     """The model's mode, inference mode and grad mode as they were before the call."""
     expect(rec["modes_after"] == rec["modes_before"],
            f"{what}: the model came in {_mode_words(rec['modes_before'])} and left in "
            f"{_mode_words(rec['modes_after'])}; {advice}")
-    expect(rec["autograd_after"] == {"inference": False, "grad": True},
-           f"{what}: {when}, inference mode and grad mode must be as before (off and on), "
-           f"found {rec['autograd_after']}")
+    expect(rec["autograd_after"] == rec["autograd_before"],
+           f"{what}: {when}, inference mode and grad mode must be what they were before the call "
+           f"({_autograd_words(rec['autograd_before'])}), found {_autograd_words(rec['autograd_after'])}: "
+           "switch them with context managers (with torch.inference_mode():), not by setting them")
 
 
 def batched_restores(evidence: Evidence, inputs: dict) -> None:
@@ -218,6 +224,10 @@ def batched_restores(evidence: Evidence, inputs: dict) -> None:
         expect(rec["propagated"] is True, f"{what}: batched_predict raised {rec['raised']}; the model's own "
                "exception must reach the caller unchanged (restore the mode in a finally block)")
         _modes_restored(what, rec, "after the exception", "restore its mode on every path (try/finally)")
+    for (n, max_batch, training, context), rec in zip(_probes()["CALLER_CASES"], data["caller"], strict=True):
+        what = (f"batched_predict with {n} requests and max_batch={max_batch}, the model handed over in "
+                f"{'training' if training else 'eval'} mode, called inside the caller's torch.{context}()")
+        _modes_restored(what, value(rec, what), "after the call", "it must leave in the mode it came in")
 
 
 # ---- export_and_reload -------------------------------------------------------------------------
@@ -260,6 +270,9 @@ def export_matches(evidence: Evidence, inputs: dict) -> None:
                     "export_and_reload on a model export cannot capture")
     expect(raising["raised"] is not None, "export_and_reload on a model whose forward raises returned normally: "
            "the error torch.export.export raises must reach the caller")
+    expect(raising.get("propagated") is True, f"export_and_reload on a model whose forward raises raised "
+           f"{raising['raised']}, not the error torch.export.export raised: let that error reach the caller unchanged "
+           "(do not catch it, or re-raise it with a bare `raise`)")
     expect(all(raising["modes_after"]), "export_and_reload on a model whose forward raises, handed over in training "
            "mode: the model was left in eval mode; restore its mode on every path (try/finally)")
     dynamic = value(evidence.probe("export_and_reload")["dynamic"], "export_and_reload on a plain MLP in eval mode")

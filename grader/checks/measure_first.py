@@ -6,7 +6,7 @@ import random
 import numpy as np
 import torch
 
-from . import AssignmentChecks, Evidence, close, equal, expect, tensor, value
+from . import AssignmentChecks, Evidence, close, equal, expect, needs_data, tensor, value
 
 # Seeds and draw counts for the rng_states probe: the global generators are seeded, moved on by
 # `pre` draws, then saved, drawn from and restored; two simulated GPUs start from `device_seeds`.
@@ -18,7 +18,7 @@ def inputs() -> dict:
     x32 = torch.cat([torch.linspace(-80, 100, 4001), torch.tensor([0.0, 1e-8, -1e-8, -30, -20, 30, 88, 89, 100])])
     x64 = torch.linspace(-700, 1000, 120, dtype=torch.float64).reshape(2, 3, 20)
     small = torch.tensor([[-40.0, -1e-3, 0.0], [1e-3, 5.0, 20.5]], dtype=torch.float64)
-    return {"rng_states": RNG, "stable_softplus": {"xs": [x32, x64, small]}}
+    return {"rng_states": RNG, "stable_softplus": {"xs": [x32, x64, small], "meta_shape": [2, 3, 4]}}
 
 
 def _draws(py, npr, gen, n):
@@ -92,7 +92,7 @@ def rng_all_gpus(evidence: Evidence, inputs: dict) -> None:
 
 def softplus(evidence: Evidence, inputs: dict, cases: slice) -> None:
     xs = inputs["stable_softplus"]["xs"]
-    for x, rec in list(zip(xs, evidence.probe("stable_softplus"), strict=True))[cases]:
+    for x, rec in list(zip(xs, evidence.probe("stable_softplus")["cases"], strict=True))[cases]:
         what = f"stable_softplus on {x.dtype} input of shape {tuple(x.shape)}"
         rec = value(rec, what)
         result = tensor(rec["result"], what)
@@ -106,6 +106,27 @@ def softplus(evidence: Evidence, inputs: dict, cases: slice) -> None:
         close(result.double(), reference, f"{what}: log(1 + exp(x))", rtol=rtol, atol=0.0)
 
 
+
+def softplus_float32(evidence: Evidence, inputs: dict) -> None:
+    softplus(evidence, inputs, slice(0, 1))
+    names = value(evidence.probe("stable_softplus")["ops"], "stable_softplus on float32 input")["names"]
+    expect("softplus" not in names, "stable_softplus calls a ready-made softplus (F.softplus or nn.Softplus): "
+                                    "build it from elementary operations such as torch.exp, torch.log1p, torch.clamp")
+
+
+def softplus_float64(evidence: Evidence, inputs: dict) -> None:
+    softplus(evidence, inputs, slice(1, 3))
+    rec = evidence.probe("stable_softplus")["meta"]
+    if needs_data(rec):
+        return  # the answer reads values, which meta tensors do not hold: this case cannot tell
+    shape = tuple(inputs["stable_softplus"]["meta_shape"])
+    what = f"stable_softplus on a float64 tensor of shape {shape} on the meta device"
+    rec = value(rec, what + " (meta stands in for a GPU: keep every tensor on x.device)")
+    expect(rec["device"] == "meta", f"{what} returned a result on {rec['device']}: keep every tensor on x.device")
+    expect(rec["dtype"] == "torch.float64" and tuple(rec["shape"]) == shape,
+           f"{what}: got {rec['dtype']} of shape {tuple(rec['shape'])}; keep the input's dtype and shape")
+
+
 CHECKS = AssignmentChecks(
     assignment="00_measure_first",
     probe_module="measure_first",
@@ -114,7 +135,7 @@ CHECKS = AssignmentChecks(
         "test_rng_states_restore": rng_restore,
         "test_rng_states_snapshot": rng_snapshot,
         "test_rng_states_all_gpus": rng_all_gpus,
-        "test_stable_softplus_float32": lambda ev, inp: softplus(ev, inp, slice(0, 1)),
-        "test_stable_softplus_float64": lambda ev, inp: softplus(ev, inp, slice(1, 3)),
+        "test_stable_softplus_float32": softplus_float32,
+        "test_stable_softplus_float64": softplus_float64,
     },
 )

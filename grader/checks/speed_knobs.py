@@ -8,13 +8,15 @@ amp_train_step's clauses (the notebook's Exercise 1) and where each is checked:
   5 one optimizer step with the unscaled gradients, then scaler.update() .................. amp_scaled
     the step goes through scaler.step, which skips it when the gradients overflowed ....... amp_overflow
   6 the loss (before the step, unscaled, computed under autocast) returned as a float ..... amp_autocast
+  the signature's defaults, device_type="cuda" and dtype=torch.float16 (read, not run) .. amp_autocast
   and no torch function replaced ......................................................... every test
 pad_to_multiple (Exercise 2), all in pad_to_multiple: zeros appended along dim (negative dims, sizes that
 already are multiples, 0 included), dtype kept (float16, bfloat16, int64, float64), device kept under another
 default device, x unmodified, gradients flow back to x.
 pad_linear (Exercise 2), all in pad_linear: a new nn.Linear sharing no tensor with the original (also when
-nothing needs padding), sizes rounded up, weight and bias padded with zeros, trainable parameters, dtype and
-device kept (float16, bfloat16, float64; another default device), the original unmodified.
+nothing needs padding), sizes rounded up (multiple=8 when not given), weight and bias padded with zeros,
+trainable parameters, dtype and device kept (float16, bfloat16, float64; another default device), the original
+unmodified.
 Exercise 2's tests also give nothing to an answer that replaced torch's functions.
 """
 from __future__ import annotations
@@ -59,7 +61,7 @@ def inputs() -> dict:
             (13, 21, True, "float32", 8, None), (13, 21, False, "float32", 8, None),
             (32, 20, True, "float64", 16, None), (24, 40, True, "float32", 8, None),    # both already multiples
             (7, 3, True, "float32", 64, None), (10, 6, True, "float16", 8, None), (6, 9, True, "bfloat16", 4, None),
-            (9, 5, True, "float32", 8, "meta")):
+            (9, 5, True, "float32", 8, "meta"), (20, 10, True, "float32", None, None)):     # the default
         layer = torch.nn.Linear(n_in, n_out, bias=bias, dtype=getattr(torch, dtype))
         linear_cases.append({"in": n_in, "out": n_out, "bias": bias, "dtype": dtype, "multiple": multiple,
                              "default_device": default,
@@ -177,7 +179,12 @@ def _records(rec: dict, kind: str) -> list[dict]:
 
 def amp_autocast(evidence: Evidence, inputs: dict) -> None:
     """Clauses 2, 3 and 6: the forward pass and the loss (only they) under autocast with the dtype given,
-    float32 weights throughout, and the loss they computed returned as a float."""
+    float32 weights throughout, and the loss they computed returned as a float; the signature's defaults."""
+    defaults = value(evidence.probe("amp_train_step")["defaults"], "amp_train_step's signature")
+    expect(defaults == {"device_type": "'cuda'", "dtype": "torch.float16"},
+           f"amp_train_step's defaults are device_type={defaults['device_type']}, dtype={defaults['dtype']}; the "
+           "exercise asks for device_type=\"cuda\", dtype=torch.float16: what a caller on a GPU gets without "
+           "passing them")
     for name in ("bfloat16", "float16"):
         rec = _run(evidence, name, inputs)
         call = _what(name, inputs)
@@ -378,15 +385,15 @@ def pad_linear(evidence: Evidence, inputs: dict) -> None:
     device); trainable parameters; the original untouched."""
     results = evidence.probe("padding")["linear"]
     for case, rec in zip(inputs["padding"]["linear_cases"], results, strict=True):
-        what = (f"pad_linear(nn.Linear({case['in']}, {case['out']}, bias={case['bias']}, dtype=torch.{case['dtype']}), "
-                f"{case['multiple']})")
+        what = (f"pad_linear(nn.Linear({case['in']}, {case['out']}, bias={case['bias']}, dtype=torch.{case['dtype']})"
+                + (f", {case['multiple']})" if case["multiple"] else ") with the default multiple (8)"))
         if case.get("default_device"):
             what += f" with {case['default_device']} as the default device"
         rec = value(rec, what)
         _untouched(rec["replaced"], what)
         if rec.get("moved") is True and case.get("default_device"):
             continue  # it moved a layer made on the default device to the original's device: right on a real device
-        m = case["multiple"]
+        m = case["multiple"] or 8
         n_in, n_out = case["in"] + -case["in"] % m, case["out"] + -case["out"] % m
         expect(rec["is_linear"] is True, f"{what} should return an nn.Linear")
         expect(rec["same_object"] is False, f"{what} returned the layer it was given; return a new nn.Linear, also "

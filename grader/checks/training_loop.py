@@ -220,6 +220,10 @@ def accumulated_graphs(evidence: Evidence, inputs: dict) -> None:
         expect(not alive, f"{what}: at {where}, the autograd graphs of earlier micro-batches "
                f"({', '.join(str(i + 1) for i in alive)}) were still alive. Add loss.detach() to the running loss "
                "(not the loss itself), and backpropagate each micro-batch before computing the next one")
+        where, waiting = run["ahead"][0] if run["ahead"] else ("", [])
+        expect(not waiting, f"{what}: at {where}, the graph of micro-batch {', '.join(str(i + 1) for i in waiting)} "
+               "had not been backpropagated yet, so two micro-batches' graphs were alive at once. Call backward() on "
+               "each micro-batch's loss before running the model on the next micro-batch")
 
 
 CHECKS = AssignmentChecks(

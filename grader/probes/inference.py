@@ -24,6 +24,7 @@ _equal = torch.equal
 _add = torch.add
 _export_save = torch.export.save
 _export_load = torch.export.load
+_export_code = torch.export.export.__code__
 _ExportedProgram = torch.export.ExportedProgram
 _GraphModule = torch.fx.GraphModule
 _Exported = getattr(getattr(torch.export, "_unlift", None), "_StatefulGraphModule", torch.fx.GraphModule)
@@ -33,6 +34,7 @@ _Parameter = nn.Parameter
 _train = nn.Module.train
 _module_to = nn.Module.to
 _no_grad = torch.no_grad
+_inference_mode = torch.inference_mode
 _module_state = nn.Module.state_dict
 _getattribute = object.__getattribute__
 _Tensor = torch.Tensor
@@ -49,6 +51,8 @@ BATCHED_CASES = [
 ]
 # The model raises on its second call (batch index 1): (requests, max_batch, mode it comes in).
 RAISING_CASES = [(10, 3, True), (7, 2, False)]
+# Called from another autograd state: (requests, max_batch, mode it comes in, the caller's context).
+CALLER_CASES = [(5, 2, True, "no_grad"), (7, 3, False, "inference_mode")]
 MARK = 0.5  # added to every floating weight of a program saved while the round-trip probe runs
 EXPORT_BATCHES = (1, 3, 8, 17, 1500)
 
@@ -135,7 +139,7 @@ def batched_predict(namespace, inputs):
         model, log, _ = _watched(_module_to(_scorer(inputs["state"]), _DTYPES[dtype]))
         _train(model, training)
         requests = [_clone(row) for row in spec["requests"]]
-        before, modes_before = _state(model), _modes(model)
+        before, modes_before, autograd_before = _state(model), _modes(model), _autograd()
         _manual_seed(spec["seed"])
         rng = _rng_state()
         if default is None:
@@ -151,14 +155,15 @@ def batched_predict(namespace, inputs):
         else:
             outputs, details = f"<not a list: {type(result).__name__}>", None
         return {"kind": type(result).__name__, "outputs": outputs, "details": details, "calls": log[:64],
-                "modes_before": modes_before, "modes_after": _modes(model), "autograd_after": _autograd(),
-                "rng_same": bool(rng_same), "state_same": _same_state(before, _state(model))}
+                "modes_before": modes_before, "modes_after": _modes(model), "autograd_before": autograd_before,
+                "autograd_after": _autograd(), "rng_same": bool(rng_same),
+                "state_same": _same_state(before, _state(model))}
 
     def raising(n, max_batch, training):
         model, log, raised = _watched(_scorer(inputs["state"]), fail_at=1)
         _train(model, training)
         requests = [_clone(row) for row in inputs["requests"][:n]]
-        modes_before = _modes(model)
+        modes_before, autograd_before = _modes(model), _autograd()
         try:
             fn(model, requests, max_batch)
             caught = None
@@ -166,10 +171,24 @@ def batched_predict(namespace, inputs):
             caught = exc
         return {"raised": None if caught is None else f"{type(caught).__name__}: {caught}"[:300],
                 "propagated": bool(raised) and caught is raised[0], "calls": log[:64],
-                "modes_before": modes_before, "modes_after": _modes(model), "autograd_after": _autograd()}
+                "modes_before": modes_before, "modes_after": _modes(model), "autograd_before": autograd_before,
+                "autograd_after": _autograd()}
+
+    def caller(n, max_batch, training, context):
+        """The call made under the caller's no_grad() or inference_mode(): the state read inside that block."""
+        model, log, _ = _watched(_scorer(inputs["state"]))
+        _train(model, training)
+        requests = [_clone(row) for row in inputs["requests"][:n]]
+        with (_no_grad() if context == "no_grad" else _inference_mode()):
+            modes_before, autograd_before = _modes(model), _autograd()
+            fn(model, requests, max_batch)
+            autograd_after = _autograd()
+        return {"calls": log[:64], "modes_before": modes_before, "modes_after": _modes(model),
+                "autograd_before": autograd_before, "autograd_after": autograd_after}
 
     return {"cases": [attempt(case, spec, *key) for spec, key in zip(inputs["cases"], BATCHED_CASES)],
-            "raising": [attempt(raising, *key) for key in RAISING_CASES]}
+            "raising": [attempt(raising, *key) for key in RAISING_CASES],
+            "caller": [attempt(caller, *key) for key in CALLER_CASES]}
 
 
 # ---- export_and_reload -----------------------------------------------------------------------
@@ -223,14 +242,24 @@ def _plain_mlp(state):
 
 
 class _Untraceable(nn.Module):
-    """A model export cannot capture: its forward raises."""
+    """A model export cannot capture: its forward raises (each exception kept in raised)."""
 
-    def __init__(self):
+    def __init__(self, raised):
         super().__init__()
         self.body = nn.Sequential(nn.Linear(10, 4), nn.Dropout(0.5))
+        self.raised = raised
 
     def forward(self, x):
-        raise _ServingError("this model cannot be exported (raised by the grader)")
+        self.raised.append(_ServingError("this model cannot be exported (raised by the grader)"))
+        raise self.raised[-1]
+
+
+def _through(exc, code):
+    """Whether exc came up through a frame running code (its traceback keeps every frame it passed)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code is not code:
+        tb = tb.tb_next
+    return tb is not None
 
 
 def _program(served):
@@ -277,14 +306,18 @@ def export_and_reload(namespace, inputs):
         return record
 
     def raising():
-        model = _Untraceable()
+        thrown = []
+        model = _Untraceable(thrown)
         _train(model, True)
         try:
             fn(model, _clone(inputs["example"]), os.path.join(folder, "untraceable.pt2"))
-            raised = None
+            raised, propagated = None, False
         except BaseException as exc:  # the answer's code may raise anything
             raised = f"{type(exc).__name__}: {exc}"[:300]
-        return {"raised": raised, "modes_after": _modes(model)}
+            # the forward's own exception (non-strict export passes it on), or one torch.export.export raised
+            # itself (strict export reports the forward's exception in an error of its own)
+            propagated = any(exc is e for e in thrown) or _through(exc, _export_code)
+        return {"raised": raised, "propagated": bool(propagated), "modes_after": _modes(model)}
 
     def dynamic():
         model = _plain_mlp(inputs["mlp_state"])

@@ -99,4 +99,10 @@ def stable_softplus(namespace, inputs):
         arg = x.clone()
         return {"result": plain(fn(arg)), "input_after": plain(arg)}
 
-    return [attempt(one, x) for x in inputs["xs"]]
+    def on_meta(shape):  # a device other than the CPU, without data: as on a GPU, the result must stay there
+        y = fn(torch.zeros(shape, dtype=torch.float64, device="meta"))
+        return {"device": str(getattr(y, "device", None)), "dtype": str(getattr(y, "dtype", None)),
+                "shape": list(getattr(y, "shape", []))}
+
+    return {"cases": [attempt(one, x) for x in inputs["xs"]], "meta": attempt(on_meta, inputs["meta_shape"]),
+            "ops": attempt(torch_ops, fn, inputs["xs"][0].clone())}

@@ -176,12 +176,13 @@ class _Ranges(_FunctionMode):
         return [name for _, name in self.open]
 
 
-def _phase(spec, calls, ranges):
+def _phase(spec, calls, ranges, thrown):
     """A phase of a synthetic step (a plain function, so there is little to read off it).
     spec: [label, steady_ms, first_ms, first_calls, children, raises]. It logs each call (its label, whether
     the profiler was recording, the ranges open around it), sleeps first_ms on its first `first_calls` calls
     and steady_ms after that, then opens a range for each [name, ms] in children and sleeps ms in it. With
-    raises = k, its k-th call raises instead."""
+    raises = k, its k-th call raises instead (the exception is kept in thrown, to tell whether it reaches the
+    caller itself)."""
     label, steady_ms, first_ms, first_calls, children, raises = spec
     mine = []
 
@@ -189,7 +190,8 @@ def _phase(spec, calls, ranges):
         mine.append(1)
         calls.append([label, bool(_profiler_enabled()), ranges.names()[-8:]])
         if raises and len(mine) == raises:
-            raise RuntimeError(f"phase {label!r} failed on purpose (the grader's test of errors)")
+            thrown.append(RuntimeError(f"phase {label!r} failed on purpose (the grader's test of errors)"))
+            raise thrown[-1]
         _nap(first_ms if len(mine) <= first_calls else steady_ms)
         for name, ms in children:
             with _record_function(name):
@@ -214,8 +216,8 @@ def find_bottleneck(namespace, inputs):
     fn = lookup(namespace, "find_bottleneck")
 
     def run(case):
-        calls, ranges = [], _Ranges()
-        phases = {spec[0]: _phase(spec, calls, ranges) for spec in case["phases"]}
+        calls, ranges, thrown = [], _Ranges(), []
+        phases = {spec[0]: _phase(spec, calls, ranges, thrown) for spec in case["phases"]}
         raised = None
         try:
             with ranges:
@@ -224,7 +226,8 @@ def find_bottleneck(namespace, inputs):
                 else:
                     result = fn(phases, steps=case["steps"], warmup=case["warmup"])
         except Exception as exc:  # the raising case expects one; any other case reports it as the answer's error
-            result, raised = None, {"type": _type(exc).__name__, "message": _str(exc)[:300]}
+            result, raised = None, {"type": _type(exc).__name__, "message": _str(exc)[:300],
+                                    "propagated": bool(thrown) and exc is thrown[0]}
         raising = any(spec[5] for spec in case["phases"])
         return {"result": result if _type(result) is str else f"<{_type(result).__name__}>", "raised": raised,
                 "calls": calls[:400], "after": _after(fresh=raising and bool(calls))}

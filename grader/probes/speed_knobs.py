@@ -1,4 +1,6 @@
 """Probes for 07_speed_knobs (run in the sandbox; see common.py)."""
+import inspect
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -14,6 +16,7 @@ _pad = F.pad
 _no_grad = torch.no_grad
 _device = torch.device
 _grad = torch.autograd.grad
+_signature, _empty, _dtype = inspect.signature, inspect.Parameter.empty, torch.dtype
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
            "int64": torch.int64}
 
@@ -109,6 +112,20 @@ def _spies(record):
     return Scaler, SGD
 
 
+def _defaults(fn, names):
+    """How the function's own signature spells each parameter's default (the default device_type, "cuda",
+    cannot run on a CPU grader)."""
+    params = _signature(fn).parameters
+    shown = {}
+    for name in names:
+        default = params[name].default if name in params else None
+        shown[name] = ("<no such parameter>" if name not in params else "<no default>" if default is _empty
+                       else str(default) if isinstance(default, _dtype)
+                       else repr(default) if type(default) in (str, int, float, bool, type(None))
+                       else f"<a {type(default).__name__}>")
+    return shown
+
+
 def amp_train_step(namespace, inputs):
     fn = lookup(namespace, "amp_train_step")
 
@@ -143,6 +160,7 @@ def amp_train_step(namespace, inputs):
         "float16": attempt(run, "float16", inputs["x"], inputs["y"], scale),
         "overflow": attempt(run, "bfloat16", inputs["overflow_x"], inputs["overflow_y"], inputs["overflow_scale"]),
         "stale": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale, stale=scale),
+        "defaults": attempt(_defaults, fn, ("device_type", "dtype")),
     }
 
 
@@ -208,11 +226,12 @@ def padding(namespace, inputs):
         layer.load_state_dict(case["state"])
         originals = {t.untyped_storage().data_ptr() for t in layer.parameters()}
         try:
-            padded = _call(pad_linear, case, layer, case["multiple"])
+            padded = _call(pad_linear, case, layer, *[m for m in [case["multiple"]] if m is not None])
         except _Moved:
             return {"moved": True, "replaced": _replaced("padding")}
         is_linear = isinstance(padded, _Linear)
-        n_in = -(-case["in"] // case["multiple"]) * case["multiple"]       # the input width a padded layer takes
+        m = case["multiple"] or 8
+        n_in = -(-case["in"] // m) * m                                      # the input width a padded layer takes
         x = _pad(case["x"].to(dtype), (0, n_in - case["in"]))
         weight = getattr(padded, "weight", None)
         out = "<not computed: the layer is not on the CPU>"  # a product on meta costs seconds of imports

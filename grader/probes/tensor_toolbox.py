@@ -59,7 +59,7 @@ def pairwise_sq_distances(namespace, inputs):
 
     return {key: [attempt(one, a, b) for a, b in inputs[key]] for key in ("cases", "far", "empty")} | {
         "devices": [attempt(on_device, case) for case in inputs["devices"]],
-        "largest_tensor": attempt(largest_tensor, *inputs["memory"]),
+        "largest_tensor": [attempt(largest_tensor, a, b) for a, b in inputs["memory"]],
         "ops": attempt(torch_ops, fn, *inputs["cases"][3])}
 
 

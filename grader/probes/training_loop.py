@@ -48,10 +48,11 @@ HOST_READS = {"item", "tolist", "numpy", "__array__", "__float__", "__int__", "_
 
 
 class _HostLog(_TorchFunctionMode):
-    """Logs the host reads the student's code makes (not those inside optimizer.step)."""
+    """Logs the host reads the student's code makes (not those inside optimizer.step), and has each
+    forward pass (each Linear) check that no earlier micro-batch's graph still waits for backward()."""
 
-    def __init__(self):  # (TorchFunctionMode's own __init__ does nothing)
-        self.reads, self.linear, self.paused = [], 0, False
+    def __init__(self, graphs):  # (TorchFunctionMode's own __init__ does nothing)
+        self.reads, self.linear, self.paused, self.graphs = [], 0, False, graphs
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -63,6 +64,7 @@ class _HostLog(_TorchFunctionMode):
                 self.reads.append("to(cpu)")
             elif name == "linear":
                 self.linear += 1
+                self.graphs.pending(f"micro-batch {_len(self.graphs.tokens) + 1}'s forward pass")
         return func(*args, **kwargs)
 
 
@@ -76,7 +78,9 @@ def _copies_to_host(args, kwargs):
 
 
 class _Token:
-    """Held by one loss's graph node: it lives exactly as long as that autograd graph."""
+    """Held by one loss's graph node: it lives exactly as long as that autograd graph; `done` once
+    backward() has gone through it."""
+    done = False
 
 
 class _Tag(torch.autograd.Function):
@@ -87,6 +91,7 @@ class _Tag(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.token.done = True
         return grad, None
 
 
@@ -94,10 +99,11 @@ _tag = _Tag.apply  # bound now, so that patching torch.autograd.Function later c
 
 
 class _Graphs:
-    """A loss_fn that tags each loss's graph, and notes which older graphs are still alive."""
+    """A loss_fn that tags each loss's graph, and notes which older graphs are still alive, and which
+    graphs were still waiting for their backward() when a forward pass ran."""
 
     def __init__(self, loss):
-        self.loss, self.tokens, self.kept = LOSSES[loss](), [], []
+        self.loss, self.tokens, self.kept, self.ahead = LOSSES[loss](), [], [], []
 
     def older_alive(self, where):
         alive = lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None]
@@ -106,8 +112,16 @@ class _Graphs:
             if alive():
                 self.kept.append([where, alive()])
 
+    def pending(self, where):
+        waiting = lambda: [i for i, ref in enumerate(self.tokens) if (t := ref()) is not None and not t.done]
+        if not self.ahead and waiting():
+            _collect()
+            if waiting():
+                self.ahead.append([where, waiting()])
+
     def __call__(self, outputs, targets):
         self.older_alive(f"micro-batch {_len(self.tokens) + 1}")
+        self.pending(f"micro-batch {_len(self.tokens) + 1}'s loss")
         token = _Token()
         self.tokens.append(_weakref(token))
         return _tag(self.loss(outputs, targets), token)
@@ -134,7 +148,8 @@ def _run_accumulated(fn, case):
     if case["stale_grads"]:
         for p in model.parameters():
             p.grad = torch.full_like(p, 100.0)
-    log, graphs = _HostLog(), _Graphs(case["loss"])
+    graphs = _Graphs(case["loss"])
+    log = _HostLog(graphs)
     optimizer = _counted(OPTIMIZERS[case["optimizer"]], log, graphs)(model.parameters(), **case["options"])
     batches = [(x, y) for x, y in case["batches"]]
     depth = _mode_depth() + 1
@@ -151,7 +166,7 @@ def _run_accumulated(fn, case):
         "items": [v if type(v) is float else f"<{type(v).__name__}>" for v in losses] if type(losses) is list else [],
         "state": {k: plain(v) for k, v in model.state_dict().items()},
         "reads": log.reads[:500], "linear": log.linear, "intact": intact, "steps": type(optimizer).steps,
-        "loss_calls": _len(graphs.tokens), "kept": graphs.kept,
+        "loss_calls": _len(graphs.tokens), "kept": graphs.kept, "ahead": graphs.ahead,
     }
 
 

@@ -7,8 +7,8 @@ def fold_normalize(conv, mean, std):
     n = w.shape[1]                                   # in_channels / groups, not in_channels
     s = std.to(w)[:n].view(1, n, 1, 1)
     m = mean.to(w)[:n].view(1, n, 1, 1)
-    new = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                    conv.dilation, conv.groups, bias=True, padding_mode=conv.padding_mode, dtype=w.dtype)
+    new = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, conv.dilation,
+                    conv.groups, bias=True, padding_mode=conv.padding_mode, dtype=w.dtype, device=w.device)
     with torch.no_grad():
         new.weight.copy_(w / s)
         bias = conv.bias if conv.bias is not None else 0
