@@ -152,7 +152,10 @@ def test_ctrl_c_stops_the_run_and_kills_the_running_kernel(tmp_path):
     marker = tmp_path / "kernel.pid"
     _tiny(tmp_path / "slow.ipynb", f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
                                    "time.sleep(300)")
-    driver = ("import sys\nfrom pathlib import Path\nfrom utils import execute\n"
+    # Ctrl-C at its default, as in a terminal: a suite started in the background (nohup, `cmd &`) passes
+    # SIGINT down ignored, and the runner then never sees the interrupt this test sends.
+    driver = ("import signal, sys\nfrom pathlib import Path\nfrom utils import execute\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               f"execute.solution_notebooks = lambda only=None: [Path({str(tmp_path / 'slow.ipynb')!r})]\n"
               f"sys.exit(execute.main(['--out', {str(tmp_path / 'out')!r}]))")
     run = subprocess.Popen([sys.executable, "-c", driver], cwd=REPO_ROOT, stdout=subprocess.PIPE,
