@@ -42,11 +42,14 @@ _API = ("is_available", "device_count", "current_device", "synchronize", "memory
         "memory_stats", "empty_cache", "reset_peak_memory_stats")
 
 
+# The modules whose memory API simulate_cuda() replaces.
+_MEMORY_MODULES = tuple(m for m in (torch.cuda, torch.cuda.memory, getattr(torch, "accelerator", None)) if m is not None)
+
+
 def _cuda_functions() -> dict[int, tuple]:
     """id -> (function, module, name) for the memory API's real functions, found when this module
-    loads: before any student code runs."""
-    modules = (torch.cuda, torch.cuda.memory, getattr(torch, "accelerator", None))
-    found = [(getattr(m, n), m, n) for m in modules if m is not None for n in _API if hasattr(m, n)]
+    loads: before any student code runs. The dict holds each function, so no other object shares its id."""
+    found = [(getattr(m, n), m, n) for m in _MEMORY_MODULES for n in _API if hasattr(m, n)]
     return {id(fn): (fn, m, n) for fn, m, n in found}
 
 
@@ -65,8 +68,7 @@ def calls_through(namespace: dict):
     """While the block runs, every name in ``namespace`` bound to one of torch's CUDA memory
     functions (``from torch.cuda import empty_cache, is_available``) calls the module's attribute of
     the moment, as ``torch.cuda.empty_cache()`` does: simulate_cuda() and without_cuda() reach it."""
-    bound = {key: value for key, value in namespace.items()
-             if id(value) in _CUDA_FUNCTIONS and _CUDA_FUNCTIONS[id(value)][0] is value}
+    bound = {key: value for key, value in namespace.items() if id(value) in _CUDA_FUNCTIONS}
     for key, value in bound.items():
         namespace[key] = _forwarder(*_CUDA_FUNCTIONS[id(value)][1:])
     try:
@@ -138,9 +140,9 @@ def simulate_cuda(cached_bytes: int = 0):
     ``SimulatedCuda`` whose cache starts with ``cached_bytes``; everything is restored on exit."""
     sim = SimulatedCuda(cached_bytes)
     saved = []
-    for module in (torch.cuda, torch.cuda.memory, getattr(torch, "accelerator", None)):
+    for module in _MEMORY_MODULES:
         for name in _API:
-            if module is not None and hasattr(module, name):
+            if hasattr(module, name):
                 saved.append((module, name, getattr(module, name)))
                 setattr(module, name, getattr(sim, name))
     try:

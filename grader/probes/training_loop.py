@@ -98,6 +98,15 @@ class _Tag(torch.autograd.Function):
 _tag = _Tag.apply  # bound now, so that patching torch.autograd.Function later changes nothing here
 
 
+def _note_first(record: list, where: str, graphs) -> None:
+    """Append [where, graphs()] to record the first time graphs() lists any (the first is enough to
+    report), after a gc.collect() has freed what only a reference cycle kept."""
+    if not record and graphs():
+        _collect()
+        if graphs():
+            record.append([where, graphs()])
+
+
 class _Graphs:
     """A loss_fn that tags each loss's graph, and notes which older graphs are still alive, and which
     graphs were still waiting for their backward() when a forward pass ran."""
@@ -106,18 +115,11 @@ class _Graphs:
         self.loss, self.tokens, self.kept, self.ahead = LOSSES[loss](), [], [], []
 
     def older_alive(self, where):
-        alive = lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None]
-        if not self.kept and alive():            # the first leak is enough to report
-            _collect()                           # what only a reference cycle kept is freed now
-            if alive():
-                self.kept.append([where, alive()])
+        _note_first(self.kept, where, lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None])
 
     def pending(self, where):
-        waiting = lambda: [i for i, ref in enumerate(self.tokens) if (t := ref()) is not None and not t.done]
-        if not self.ahead and waiting():
-            _collect()
-            if waiting():
-                self.ahead.append([where, waiting()])
+        _note_first(self.ahead, where,
+                    lambda: [i for i, ref in enumerate(self.tokens) if (t := ref()) is not None and not t.done])
 
     def __call__(self, outputs, targets):
         self.older_alive(f"micro-batch {_len(self.tokens) + 1}")
