@@ -52,9 +52,9 @@ def quick_runs(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("quick-runs")
     only = os.environ.get("COURSE_TEST_NOTEBOOKS", "").split()  # a developer's shortcut: these notebooks only
-    with workers() as map_:
+    with workers() as pool:
         runs, _ = run_many(solution_notebooks(only or None), out, quick=True, device="cpu", jobs=NOTEBOOK_JOBS,
-                           map_=map_)
+                           pool=pool)
     return QuickRuns({run.name: (run, out / "records" / f"{run.name}.jsonl", out) for run in runs})
 
 

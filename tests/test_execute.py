@@ -132,6 +132,27 @@ def test_on_many_cores_the_next_kernel_starts_and_imports_torch_while_a_notebook
             os.kill(pid, 0)
 
 
+@pytest.mark.parametrize("many_cores", [True, False])
+def test_pages_render_beside_the_next_notebook_only_where_cores_are_spare(tmp_path, monkeypatch, many_cores):
+    """On many cores the first notebook's page is rendered while the second runs (the second waits
+    up to 60 s for it); on few cores no page is made until every notebook has run. Each run gets
+    its own page either way."""
+    monkeypatch.setattr(execute, "AHEAD_MIN_CORES", 1 if many_cores else 10**6)
+    page = tmp_path / "out" / "executed" / "a_first.html"
+    wait = 60 if many_cores else 1
+    _tiny(tmp_path / "a_first.ipynb", "print('first')")
+    _tiny(tmp_path / "b_second.ipynb", f"import pathlib, time\npage = pathlib.Path({str(page)!r})\n"
+          f"deadline = time.monotonic() + {wait}\nwhile not page.exists() and time.monotonic() < deadline:\n"
+          "    time.sleep(0.1)\nprint('page there:', page.exists())")
+    with execute.workers() as pool:
+        runs, _ = execute.run_many([tmp_path / "a_first.ipynb", tmp_path / "b_second.ipynb"], tmp_path / "out",
+                                   quick=True, device="cpu", pool=pool)
+    assert [r.html_path for r in runs] == [page, page.with_name("b_second.html")]
+    assert all(r.html_path.exists() for r in runs)
+    seen = nbformat.read(tmp_path / "out" / "executed" / "b_second.ipynb", 4).cells[-1].outputs[0].text
+    assert seen == f"page there: {many_cores}\n"
+
+
 def test_a_kernel_that_cannot_start_fails_its_notebook_with_the_reason(tmp_path, monkeypatch):
     async def refuse(self, **kwargs):
         raise RuntimeError("no kernel for you")

@@ -41,8 +41,8 @@ def test_cards_drawn_by_worker_processes_are_the_cards_drawn_in_order(quick_benc
     bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first")
     bench.compare("T944", ("a", lambda: x + 1), ("b", lambda: x * 2), title="second")
     in_order = build_report(records_file, tmp_path / "a.html").read_text()
-    with workers() as map_:
-        pooled = build_report(records_file, tmp_path / "b.html", map_=map_).read_text()
+    with workers() as pool:
+        pooled = build_report(records_file, tmp_path / "b.html", map_=pool.map).read_text()
     assert pooled.count('src="data:image/png;base64,') == 2
     assert pooled.index('id="T913"') < pooled.index('id="T944"')
     generated = re.compile(r"Generated [0-9-]+ [0-9:]+")

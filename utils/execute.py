@@ -168,6 +168,26 @@ def run_one(source: Path, out_dir: Path, quick: bool, device: str, env: dict[str
     return NotebookRun(source.stem, time.perf_counter() - start, ok, None, error)
 
 
+class Pages:
+    """The executed notebooks' HTML pages, rendered in ``pool`` (or here, in turn). ``early``: each
+    as soon as its notebook ends, beside the next notebook's run (on 16 cores that hid the pool's
+    start and the rendering, seconds at the end of a run); else all at once, in ``done``."""
+
+    def __init__(self, folder: Path, pool: concurrent.futures.Executor | None, early: bool):
+        self.folder, self.pool, self.early, self.pending = folder, pool, early and pool is not None, {}
+
+    def start(self, name: str) -> None:
+        if self.early:
+            self.pending[name] = self.pool.submit(render_html, self.folder / f"{name}.ipynb")
+
+    def done(self, names: list[str]) -> list[Path | None]:
+        """Every page, in the order of ``names``."""
+        rest = [name for name in names if name not in self.pending]
+        rendered = dict(zip(rest, (self.pool.map if self.pool else map)(
+            render_html, [self.folder / f"{name}.ipynb" for name in rest])))
+        return [self.pending[name].result() if name in self.pending else rendered[name] for name in names]
+
+
 def render_html(executed: Path) -> Path | None:
     """The executed notebook rendered to HTML beside it; None where the run left no notebook."""
     from nbconvert import HTMLExporter  # a second to import: only where a page is made
@@ -182,11 +202,12 @@ def render_html(executed: Path) -> Path | None:
 
 @contextlib.contextmanager
 def workers():
-    """A ``map`` over every core, in fresh processes, for the work left once every notebook has
-    run: nothing is measured any more. Rendering twelve notebooks to HTML and the report's hundred
-    plots took 25 s on one core of the 2-core VM."""
+    """A pool over every core, in fresh processes, for rendering: the pages and the report's
+    hundred plots took 25 s on one core of the 2-core VM. ``run_many`` gives it a page as each
+    notebook ends where cores are spare (``AHEAD_MIN_CORES``), else all pages once every notebook
+    has run, when nothing is measured any more."""
     with _spawned(os.cpu_count()) as pool:
-        yield pool.map
+        yield pool
 
 
 def _spawned(processes: int | None) -> concurrent.futures.ProcessPoolExecutor:
@@ -195,10 +216,10 @@ def _spawned(processes: int | None) -> concurrent.futures.ProcessPoolExecutor:
 
 
 def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs: int = 1,
-             on_done=lambda run: None, map_=map) -> tuple[list[NotebookRun], Path]:
+             on_done=lambda run: None, pool: concurrent.futures.Executor | None = None) -> tuple[list[NotebookRun], Path]:
     """Execute notebooks, each writing its records to ``out_dir/records/<name>.jsonl``, then join
     those into ``out_dir/measurements.jsonl`` in course order, and render the executed notebooks
-    to HTML with ``map_`` (say ``workers()``'s). ``jobs > 1`` runs that many at once in worker
+    to HTML in ``pool`` (say ``workers()``'s; default: here, in turn). ``jobs > 1`` runs that many at once in worker
     processes, each kernel on one thread (several multi-threaded kernels on few cores wait on
     each other's threads, 10-50x slower): fine for checking that notebooks run (CI), but their
     timings then disturb each other, so measurements you will read come from ``jobs=1``."""
@@ -214,16 +235,21 @@ def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs:
     many_cores = (os.cpu_count() or 1) >= AHEAD_MIN_CORES
     if bytecode and many_cores:
         compile_ahead([torch_dir, *_package_dirs(PRECOMPILED)], bytecode)
+    pages = Pages(out_dir / "executed", pool, early=many_cores and jobs <= 1)
+
+    def finished(run: NotebookRun) -> None:
+        pages.start(run.name)
+        on_done(run)
+
     if jobs <= 1:
-        runs = _run_in_turn(tasks, ahead=many_cores, on_done=on_done)
+        runs = _run_in_turn(tasks, ahead=many_cores, on_done=finished)
     else:
-        with _spawned(jobs) as pool:
-            futures = [pool.submit(run_one, *task) for task in tasks]
+        with _spawned(jobs) as runners:
+            futures = [runners.submit(run_one, *task) for task in tasks]
             for future in concurrent.futures.as_completed(futures):
-                on_done(future.result())
+                finished(future.result())
             runs = [future.result() for future in futures]
-    pages = map_(render_html, [out_dir / "executed" / source.name for source in sources])
-    runs = [dataclasses.replace(run, html_path=page) for run, page in zip(runs, pages)]
+    runs = [dataclasses.replace(run, html_path=page) for run, page in zip(runs, pages.done([r.name for r in runs]))]
     joined = out_dir / "measurements.jsonl"
     joined.write_text("".join(w.read_text(encoding="utf-8") for w in records if w.exists()), encoding="utf-8")
     return runs, joined
@@ -343,9 +369,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_and_report(notebooks: list[Path], out_dir: Path, args, started: float) -> tuple[list[NotebookRun], Path, Path]:
     """Run the notebooks, print how they went, and build the report: the runs, the records, the report."""
-    with workers() as map_:
+    with workers() as pool:
         runs, records_file = run_many(notebooks, out_dir, quick=args.quick, device=args.device, jobs=args.jobs,
-                                      on_done=_print_run, map_=map_)
+                                      on_done=_print_run, pool=pool)
         print(f"{len(runs)} notebook(s) in {sum(r.seconds for r in runs):.1f} s of papermill time, "
               f"{time.perf_counter() - started:.1f} s in all so far")
         shape = lesson_rows([notebook_shape(n, out_dir / "executed" / n.name) for n in notebooks])
@@ -353,7 +379,7 @@ def _run_and_report(notebooks: list[Path], out_dir: Path, args, started: float) 
         slowest = slowest_cells([out_dir / "executed" / n.name for n in notebooks])
         if slowest:
             print(text_table(slowest))
-        report = build_report(records_file, out_dir / "report.html", runs, shape, slowest, map_=map_)
+        report = build_report(records_file, out_dir / "report.html", runs, shape, slowest, map_=pool.map)
     return runs, records_file, report
 
 
