@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -206,13 +207,24 @@ def workers():
     hundred plots took 25 s on one core of the 2-core VM. ``run_many`` gives it a page as each
     notebook ends where cores are spare (``AHEAD_MIN_CORES``), else all pages once every notebook
     has run, when nothing is measured any more."""
-    with _spawned(os.cpu_count()) as pool:
-        yield pool
+    with _spawned(os.cpu_count(), initializer=_leave_ctrl_c_to_the_runner) as pool:
+        try:
+            yield pool
+        except BaseException:   # Ctrl-C: drop the pages not started; the runner says what happened
+            pool.shutdown(cancel_futures=True)
+            raise
 
 
-def _spawned(processes: int | None) -> concurrent.futures.ProcessPoolExecutor:
+def _leave_ctrl_c_to_the_runner() -> None:
+    """A rendering worker ignores Ctrl-C, which a terminal sends to the runner's whole process group:
+    the runner stops the pool, and no worker's traceback buries the runner's one line."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _spawned(processes: int | None, initializer=None) -> concurrent.futures.ProcessPoolExecutor:
     """A pool of fresh processes (spawned, not forked: the runner may have started CUDA and threads)."""
-    return concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+    return concurrent.futures.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=initializer)
 
 
 def run_many(sources: list[Path], out_dir: Path, quick: bool, device: str, jobs: int = 1,
