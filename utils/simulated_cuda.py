@@ -39,7 +39,8 @@ import torch
 BLOCK = 512
 # Functions replaced while simulating, in every namespace that exposes them.
 _API = ("is_available", "device_count", "current_device", "synchronize", "memory_allocated", "memory_reserved",
-        "memory_stats", "empty_cache", "reset_peak_memory_stats")
+        "memory_stats", "mem_get_info", "empty_cache", "ipc_collect", "reset_peak_memory_stats")
+TOTAL = 80 * 2**30  # the simulated GPU's memory, for mem_get_info()
 
 
 # The modules whose memory API simulate_cuda() replaces.
@@ -126,9 +127,17 @@ class SimulatedCuda:
         allocated = self.memory_allocated()
         return {"allocated_bytes.all.current": allocated, "reserved_bytes.all.current": self.memory_reserved()}
 
+    def mem_get_info(self, device=None) -> tuple[int, int]:
+        """(free, total) as the driver sees them: what the cache holds is not free to other processes."""
+        return TOTAL - sum(self.live.values()) - self.cached, TOTAL
+
     def empty_cache(self) -> None:
         self.cached = 0
         self.events.append(("empty_cache", None))
+
+    def ipc_collect(self) -> None:
+        """Frees memory shared with other processes once they let go of it: none is, here."""
+        self.events.append(("ipc_collect", None))
 
     def reset_peak_memory_stats(self, device=None) -> None:
         pass

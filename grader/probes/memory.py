@@ -1,4 +1,5 @@
 """Probes for 05_memory (run in the sandbox; see common.py)."""
+import contextlib
 import gc
 import weakref
 
@@ -8,9 +9,32 @@ from torch.utils.checkpoint import checkpoint_sequential as _checkpoint_sequenti
 
 from utils.simulated_cuda import calls_through, simulate_cuda, without_cuda  # bound before any student code runs
 
+_collect, _gc_callbacks, _disable, _enable, _isenabled = gc.collect, gc.callbacks, gc.disable, gc.enable, gc.isenabled
+
 
 class _Holder:
     pass
+
+
+@contextlib.contextmanager
+def _collections():
+    """The generations of the garbage collections run inside the block, with automatic collection
+    off: only the answer's own gc.collect() (or the probe's) runs one."""
+    generations, was_enabled = [], _isenabled()
+
+    def seen(phase, info):
+        if phase == "start":
+            generations.append(info["generation"])
+
+    _disable()
+    _gc_callbacks.append(seen)
+    try:
+        yield generations
+    finally:
+        if seen in _gc_callbacks:
+            _gc_callbacks.remove(seen)
+        if was_enabled:
+            _enable()
 
 
 def _cycle_with_payload():
@@ -32,27 +56,28 @@ def release(namespace, inputs):
                 "values": {str(k): v if type(v) is int else f"<{type(v).__name__}>" for k, v in result.items()}}
 
     def names():
-        kept = torch.ones(3)
-        ns = {"x": torch.ones(3), "y": [torch.ones(2)], "keep": kept, "n": 5}
-        fn(ns, "x", "y")
+        kept, x, shared = torch.ones(3), torch.ones(3), _Holder()
+        shared.weights = torch.ones(2)
+        # "x_too" and "model_too" name the objects of two listed names: they stay, and so do the objects
+        ns = {"x": x, "x_too": x, "y": [torch.ones(2)], "keep": kept, "n": 5, "model": shared, "model_too": shared}
+        fn(ns, "x", "y", "model")
         namespace["_release_probe"], namespace["_release_neighbour"] = torch.ones(4), torch.ones(4)
         fn(namespace, "_release_probe")
         return {"left": sorted(ns), "keep_same": ns.get("keep") is kept, "n": ns.get("n"),
+                "aliases_same": ns.get("x_too") is x and ns.get("model_too") is shared,
+                "objects_intact": sorted(vars(shared)) == ["weights"] and torch.equal(x, torch.ones(3)),
                 "globals_removed": "_release_probe" not in namespace,
                 "globals_kept": "_release_neighbour" in namespace}
 
     def cycles():
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with _collections() as generations:
             ns = {"trainer": _cycle_with_payload(), "other": 0}
             refs = [weakref.ref(ns["trainer"]), weakref.ref(ns["trainer"].model),
                     weakref.ref(ns["trainer"].model.weight)]
+            _collect()     # the cycle survives a collection, as a model does: now only a full one frees it
+            generations.clear()
             fn(ns, "trainer")
-            return {"dead": [r() is None for r in refs], "left": sorted(ns)}
-        finally:
-            if was_enabled:
-                gc.enable()
+            return {"dead": [r() is None for r in refs], "left": sorted(ns), "generations": list(generations)}
 
     def missing():
         ns = {"a": 1, "b": 2}
@@ -65,21 +90,23 @@ def release(namespace, inputs):
 
     def workflow():
         sizes = inputs["workflow"]
-        was_enabled = gc.isenabled()
-        gc.disable()  # only the answer's own gc.collect() may free the cycle
-        try:
-            with simulate_cuda(cached_bytes=sizes["cached"]) as sim:
-                ns = {"model": sim.tensor(sizes["model"], "model"), "keep": sim.tensor(sizes["keep"], "keep"),
-                      "trainer": _Holder(), "steps": 3}
-                ns["trainer"].state = sim.tensor(sizes["cycle"], "cycle")
-                ns["trainer"].self_reference = ns["trainer"]
-                result = fn(ns, "model", "trainer")
-                events = [list(event) for event in sim.events]
-        finally:
-            if was_enabled:
-                gc.enable()
+        with _collections(), simulate_cuda(cached_bytes=sizes["cached"]) as sim:
+            ns = {"model": sim.tensor(sizes["model"], "model"), "keep": sim.tensor(sizes["keep"], "keep"),
+                  "trainer": _Holder(), "steps": 3}
+            ns["trainer"].state = sim.tensor(sizes["cycle"], "cycle")
+            ns["trainer"].self_reference = ns["trainer"]
+            _collect()     # the cycle is old, as in a notebook: only a full collection frees it
+            tensors = {"model": ns["model"], "keep": ns["keep"], "cycle": ns["trainer"].state}
+            ids, refs = {id(t): k for k, t in tensors.items()}, {k: weakref.ref(t) for k, t in tensors.items()}
+            del tensors
+            result = fn(ns, "model", "trainer")
+            events = [list(event) for event in sim.events]
+            # the allocator's books against the tensors themselves: an answer that wrote to the simulation
+            # (its events, its counts) instead of freeing memory leaves them apart
+            books = {"counted": sorted(ids[k] for k in sim.live if k in ids),
+                     "alive": sorted(k for k, ref in refs.items() if ref() is not None)}
         report = {str(k): v for k, v in result.items() if type(v) is int} if type(result) is dict else None
-        return {"report": report, "events": events, "left": sorted(ns)}
+        return {"report": report, "events": events, "left": sorted(ns), "books": books}
 
     steps = (("report", report), ("names", names), ("cycles", cycles), ("missing", missing), ("workflow", workflow))
     # as on a machine without a GPU, whatever machine grades; workflow() adds a simulated one. An answer
