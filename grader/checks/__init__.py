@@ -154,15 +154,17 @@ def uses(source: str, names: set[str], bare: bool = False, self_checks: bool = F
     uses (``from torch import cdist as d; d(a, b)``), or as a string (``getattr(F, "one_hot")``); with
     ``bare=True`` also as a plain name (one the notebook's import cell binds). A static look at the
     student's source, done here, so nothing in the sandbox can hide it. An import alone does nothing
-    (the notebook's import line, copied), and top-level ``assert`` and expression statements are the
-    answer's own self-checks (``assert torch.equal(one_hot(l, 3), F.one_hot(l, 3))``): neither counts,
-    unless ``self_checks=True`` (where a call at cell level could change what is graded)."""
+    (the notebook's import line, copied), and top-level ``assert`` and expression statements, alone or
+    in a ``for``/``if``/``with`` block of nothing else, are the answer's own self-checks
+    (``assert torch.equal(one_hot(l, 3), F.one_hot(l, 3))``): neither counts, unless
+    ``self_checks=True`` (where a call at cell level could change what is graded)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
     if not self_checks:
-        tree.body = [node for node in tree.body if not isinstance(node, (ast.Assert, ast.Expr))]
+        read = _read_in_definitions(tree)
+        tree.body = [node for node in tree.body if not _self_check(node, read)]
     used_names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     found = set()
     for node in ast.walk(tree):
@@ -177,6 +179,23 @@ def uses(source: str, names: set[str], bare: bool = False, self_checks: bool = F
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
             found.add(node.value)  # getattr(F, "one_hot")
     return found
+
+
+def _self_check(node: ast.stmt, read: set[str], in_block: bool = False) -> bool:
+    """An assert or expression statement, or a for/if/with block of those and of assignments to names
+    that no function or class of the cell reads (``for _c in (3, 5): _l = ...; assert ...``)."""
+    if isinstance(node, (ast.Assert, ast.Expr, ast.Pass)):
+        return True
+    if in_block and isinstance(node, ast.Assign):
+        return not {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)} & read
+    return isinstance(node, (ast.For, ast.If, ast.With)) and all(
+        _self_check(n, read, in_block=True) for n in node.body + getattr(node, "orelse", []))
+
+
+def _read_in_definitions(tree: ast.Module) -> set[str]:
+    """The names read inside the cell's functions, classes and lambdas."""
+    scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+    return {n.id for scope in scopes for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def needs_data(rec) -> bool:

@@ -1,6 +1,8 @@
 """Checks for 02_tensor_toolbox: one_hot (T026) and pairwise_sq_distances (T030)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import AssignmentChecks, Evidence, Fail, equal, expect, needs_data, tensor, uses, value
@@ -36,7 +38,7 @@ def inputs() -> dict:
                {"a": [2, 3, 3], "b": [0, 3], "device": "cpu", "default": "meta", "shape": [2, 3, 0]},
                {"a": [3, 7, 4], "b": [5, 4], "device": "meta", "default": None, "shape": [3, 7, 5]},
                {"a": [0, 3], "b": [5, 3], "device": "meta", "default": None, "shape": [0, 5]}]
-    return {"one_hot": {"valid": valid, "invalid": [(t(v), c) for v, c in INVALID], "ops_case": (t([1, 0, 2]), 3),
+    return {"one_hot": {"valid": valid, "invalid": [(t(v), c) for v, c in INVALID], "ops_case": (t([1, 0, 2, 4]), 5),
                         "scaling": scaling, "other_default": [(t([1, 0, 2]), 3), (t([]), 4)]},
             "pairwise_sq_distances": {"cases": cases, "far": far, "empty": empty, "devices": devices,
                                       "memory": [(rand(384, 64), rand(384, 64)),  # then m and n doubled:
@@ -92,9 +94,15 @@ def one_hot_scatter(evidence: Evidence, inputs: dict) -> None:
     used = uses(evidence.sources.get("one_hot", ""), {"one_hot"})
     expect(not used, "one_hot uses F.one_hot: build the encoding with scatter_ or scatter")
     data = evidence.probe("one_hot")
-    names = value(data["ops"], "one_hot([1, 0, 2], 3)")["names"]
-    expect("one_hot" not in names, "one_hot calls torch.nn.functional.one_hot: build it with scatter_ or scatter")
-    expect(any(n.startswith("scatter") for n in names), "one_hot does not call scatter_ or scatter")
+    labels, classes = inputs["one_hot"]["ops_case"]
+    ops = value(data["ops"], f"one_hot({labels.tolist()}, {classes})")
+    expect("one_hot" not in ops["names"], "one_hot calls torch.nn.functional.one_hot: build it with scatter_ or scatter")
+    # the scatter that builds the encoding: into an N x C tensor (or C x N), one index per label
+    n = len(labels)
+    expect(any(len(shapes) > 2 and sorted(shapes[0]) == sorted([n, classes]) and math.prod(shapes[2]) == n
+               for shapes in ops["scatters"]),
+           f"one_hot does not build its result with scatter_ or scatter: no scatter wrote {n} labels into a "
+           f"{n} x {classes} tensor")
     small, large = (value(s["lines"], "one_hot line count") for s in data["scaling"])
     small_ops, large_ops = (value(s["ops"], "one_hot op count")["count"] for s in data["scaling"])
     expect(large <= small + 10 and large_ops <= small_ops + 10,

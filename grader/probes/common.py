@@ -37,6 +37,8 @@ def lookup(namespace, name, kind=None):
 
 _TorchFunctionMode = torch.overrides.TorchFunctionMode
 _settrace, _gettrace = __import__("sys").settrace, __import__("sys").gettrace
+_profile, _CPU = torch.profiler.profile, torch.profiler.ProfilerActivity.CPU
+_every_thread = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
 
 
 class _OpLog(_TorchFunctionMode):
@@ -49,12 +51,33 @@ class _OpLog(_TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class AtenLog:
+    """The ATen operators that ran inside the block, on every thread, with their input shapes, from
+    torch's profiler. It sits below torch's Python API, so it also sees what a TorchFunctionMode
+    misses: code that switched ``__torch_function__`` off, called ``torch.ops.aten`` directly, or
+    worked in another thread. ``calls``: [(name without "aten::", input shapes)], in order."""
+
+    def __enter__(self):
+        self._profiler = _profile(activities=[_CPU], record_shapes=True, experimental_config=_every_thread)
+        self._profiler.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._profiler.__exit__(*exc)
+        events = sorted(self._profiler.profiler.kineto_results.events(), key=lambda e: e.start_ns())
+        self.calls = [(e.name().removeprefix("aten::"), e.shapes()) for e in events if e.name().startswith("aten::")]
+        return False
+
+
 def torch_ops(fn, *args):
-    """The torch functions and methods ``fn(*args)`` called, and how many calls it made."""
+    """The torch functions and methods ``fn(*args)`` called (``names``, with the ATen operators
+    under them), how many calls it made (``count``), and the scatter operators' input shapes."""
     log = _OpLog()
-    with log:
+    with AtenLog() as aten, log:
         fn(*args)
-    return {"names": sorted(set(log.names))[:300], "count": len(log.names)}
+    names = {name.split(".")[0] for name in log.names + [name for name, _ in aten.calls]}  # softplus.default
+    return {"names": sorted(names)[:300], "count": len(log.names),
+            "scatters": [shapes for name, shapes in aten.calls if name.startswith("scatter")][:20]}
 
 
 class StudentLines:
@@ -85,7 +108,10 @@ class StudentLines:
 
 
 def student_lines(fn, *args) -> int:
-    """How many lines of the student's own code ran during ``fn(*args)``."""
+    """How many lines of the student's own code ran during ``fn(*args)``; an error if the answer
+    switched the line tracing off (then nothing says how many)."""
     with StudentLines() as lines:
         fn(*args)
+    if not lines.traced:
+        raise RuntimeError("the answer switched off line tracing (sys.settrace): its lines cannot be counted")
     return lines.count
