@@ -83,6 +83,10 @@ def train_epoch_floats(evidence: Evidence, inputs: dict) -> None:
         expect(len(run["items"]) == len(case["batches"]), f"{what}: {len(run['items'])} losses, expected one per batch")
         bad = [v for v in run["items"] if type(v) is not float]
         expect(not bad, f"{what}: every loss must be a plain Python float (use loss.item()), found {bad[:3]}")
+        where, alive = run["kept"][0] if run["kept"] else ("", [])
+        expect(not alive, f"{what}: at {where}, the autograd graphs of earlier batches "
+               f"({', '.join(str(i + 1) for i in alive)}) were still alive: something still holds their loss "
+               "tensors. Keep loss.item(), a float, wherever the loss is logged")
     empty = value(evidence.probe("train_epoch")["empty"], "train_epoch with no batches")
     expect(empty == ["list", 0], "train_epoch with no batches should return []")
     train_epoch_reference(evidence, inputs, slice(0, 1))  # the floats must be the real losses
@@ -206,6 +210,9 @@ def accumulated_syncs(evidence: Evidence, inputs: dict) -> None:
         steps = len(_groups(case))
         copies = [r for r in run["reads"] if r in ("cpu", "to(cpu)")]
         values = [r for r in run["reads"] if r not in ("cpu", "to(cpu)")]
+        expect(run["scalar_reads"] <= steps, f"{what}: {run['scalar_reads']} reads of a tensor's value on the host "
+               f"(ATen's item, on any thread) for {steps} optimizer steps; each one waits for the GPU. Keep the "
+               "running loss on the device (add loss.detach() to it) and read it once per step")
         expect(len(values) <= steps, f"{what}: {len(values)} reads of a tensor's value on the host "
                f"({', '.join(sorted(set(values)))}) for {steps} optimizer steps; each one waits for the GPU. Keep the "
                "running loss on the device (add loss.detach() to it) and read it once per step")

@@ -65,8 +65,16 @@ class AtenLog:
     def __exit__(self, *exc):
         self._profiler.__exit__(*exc)
         events = sorted(self._profiler.profiler.kineto_results.events(), key=lambda e: e.start_ns())
+        self._spans = [(e.name(), e.start_ns(), e.end_ns()) for e in events]
         self.calls = [(e.name().removeprefix("aten::"), e.shapes()) for e in events if e.name().startswith("aten::")]
         return False
+
+    def count(self, name: str, outside: str) -> int:
+        """Calls of the operator ``name`` that ran outside every range labelled ``outside``
+        (``record_function``): the grader's own code, such as an optimizer's step, is left out."""
+        skip = [(start, end) for label, start, end in self._spans if label == outside]
+        return sum(1 for label, start, _ in self._spans
+                   if label == f"aten::{name}" and not any(a <= start <= b for a, b in skip))
 
 
 def torch_ops(fn, *args):

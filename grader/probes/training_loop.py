@@ -18,11 +18,13 @@ def _run(fn, case):
             p.grad = torch.full_like(p, 100.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"], momentum=case["momentum"])
     batches = [(x, y) for x, y in case["batches"]]
-    losses = fn(model, (b for b in batches) if case["generator"] else batches, optimizer, LOSSES[case["loss"]]())
+    graphs = _Graphs(case["loss"], "batch")    # the loss function, tagging each loss's graph to see how long it lives
+    losses = fn(model, (b for b in batches) if case["generator"] else batches, optimizer, graphs)
+    graphs.older_alive("the end of the call")
     return {
         "type": type(losses).__name__,
         "items": [v if type(v) is float else f"<{type(v).__name__}>" for v in losses] if type(losses) is list else [],
-        "state": {k: plain(v) for k, v in model.state_dict().items()},
+        "state": {k: plain(v) for k, v in model.state_dict().items()}, "kept": graphs.kept,
     }
 
 
@@ -37,6 +39,8 @@ def train_epoch(namespace, inputs):
 # ---- train_accumulated -------------------------------------------------------------------------
 # Bound now: probes load before any student code, so these are the real objects.
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}
+_record = torch.autograd.profiler.record_function
+OPTIMIZER_STEP = "grader: optimizer step"   # its own reads (Adam's step count) are not the student's
 _push_mode, _pop_mode = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
 _mode_depth, _mode_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
 _weakref, _collect, _Device = __import__("weakref").ref, __import__("gc").collect, torch.device
@@ -111,8 +115,8 @@ class _Graphs:
     """A loss_fn that tags each loss's graph, and notes which older graphs are still alive, and which
     graphs were still waiting for their backward() when a forward pass ran."""
 
-    def __init__(self, loss):
-        self.loss, self.tokens, self.kept, self.ahead = LOSSES[loss](), [], [], []
+    def __init__(self, loss, unit="micro-batch"):
+        self.loss, self.tokens, self.kept, self.ahead, self.unit = LOSSES[loss](), [], [], [], unit
 
     def older_alive(self, where):
         _note_first(self.kept, where, lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None])
@@ -122,8 +126,8 @@ class _Graphs:
                     lambda: [i for i, ref in enumerate(self.tokens) if (t := ref()) is not None and not t.done])
 
     def __call__(self, outputs, targets):
-        self.older_alive(f"micro-batch {_len(self.tokens) + 1}")
-        self.pending(f"micro-batch {_len(self.tokens) + 1}'s loss")
+        self.older_alive(f"{self.unit} {_len(self.tokens) + 1}")
+        self.pending(f"{self.unit} {_len(self.tokens) + 1}'s loss")
         token = _Token()
         self.tokens.append(_weakref(token))
         return _tag(self.loss(outputs, targets), token)
@@ -138,7 +142,8 @@ def _counted(base, log, graphs):
             graphs.older_alive(f"optimizer step {Counted.steps}")
             log.paused = True
             try:
-                return base.step(self, closure)
+                with _record(OPTIMIZER_STEP):
+                    return base.step(self, closure)
             finally:
                 log.paused = False
     return Counted
@@ -155,19 +160,22 @@ def _run_accumulated(fn, case):
     optimizer = _counted(OPTIMIZERS[case["optimizer"]], log, graphs)(model.parameters(), **case["options"])
     batches = [(x, y) for x, y in case["batches"]]
     depth = _mode_depth() + 1
-    _push_mode(log)
-    try:
-        losses = fn(model, (b for b in batches) if case["generator"] else batches, optimizer, graphs, case["accumulate"])
-    finally:
-        intact = _mode_depth() == depth and _mode_at(depth - 1) is log
-        while _mode_depth() >= depth:
-            _pop_mode()
+    with AtenLog() as aten:
+        _push_mode(log)
+        try:
+            losses = fn(model, (b for b in batches) if case["generator"] else batches, optimizer, graphs,
+                        case["accumulate"])
+        finally:
+            intact = _mode_depth() == depth and _mode_at(depth - 1) is log
+            while _mode_depth() >= depth:
+                _pop_mode()
     graphs.older_alive("the end of the call")
     return {
         "type": type(losses).__name__,
         "items": [v if type(v) is float else f"<{type(v).__name__}>" for v in losses] if type(losses) is list else [],
         "state": {k: plain(v) for k, v in model.state_dict().items()},
         "reads": log.reads[:500], "linear": log.linear, "intact": intact, "steps": type(optimizer).steps,
+        "scalar_reads": aten.count("item", outside=OPTIMIZER_STEP),   # on every thread, seen by ATen
         "loss_calls": _len(graphs.tokens), "kept": graphs.kept, "ahead": graphs.ahead,
     }
 
