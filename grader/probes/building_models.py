@@ -3,21 +3,44 @@ import torch
 from torch import nn
 
 
+# Bound before any student code runs. What is registered is read from the registry itself (each
+# module's _modules and _parameters), not through methods a class can override (named_modules,
+# parameters, state_dict), so an answer cannot list layers it never registered.
+_vars, _state_dict = vars, nn.Module.state_dict
+
+
+def _registered(model):
+    """The module and every submodule registered under it, each once, in registration order."""
+    found, todo = {}, [model]
+    while todo:
+        module = todo.pop(0)
+        if id(module) not in found:
+            found[id(module)] = module
+            todo[:0] = [m for m in _vars(module)["_modules"].values() if m is not None]
+    return list(found.values())
+
+
+def _parameters(model):
+    """The registered parameters, each once."""
+    found = {id(p): p for m in _registered(model) for p in _vars(m)["_parameters"].values() if p is not None}
+    return list(found.values())
+
+
 def _linears(model):
     return [{"weight": plain(m.weight), "bias": None if m.bias is None else plain(m.bias)}
-            for m in model.modules() if isinstance(m, nn.Linear)]
+            for m in _registered(model) if isinstance(m, nn.Linear)]
 
 
 def _deep_mlp_once(cls, config, x):
     torch.manual_seed(0)
     model = cls(*config)
-    params = list(model.parameters())
+    params = _parameters(model)
     record = {
         "param_shapes": [list(p.shape) for p in params],
         "param_objects_unique": len({id(p) for p in params}) == len(params),
-        "state_dict": {str(k): plain(v) for k, v in model.state_dict().items()},
+        "state_dict": {str(k): plain(v) for k, v in _state_dict(model).items()},
     }
-    last = [m for m in model.modules() if isinstance(m, nn.Linear) and m.out_features == config[2]]
+    last = [m for m in _registered(model) if isinstance(m, nn.Linear) and m.out_features == config[2]]
     if len(last) == 1 and last[0].bias is not None:
         with torch.no_grad():  # mostly negative outputs: a ReLU after the last layer would show
             last[0].bias.fill_(-1.0)
@@ -32,10 +55,10 @@ def _deep_mlp_once(cls, config, x):
 def _deep_mlp_moved(cls, config, x):
     torch.manual_seed(0)
     model = cls(*config).to(torch.float64)
-    record = {"dtypes": [str(p.dtype) for p in model.parameters()], "linears": _linears(model),
+    record = {"dtypes": [str(p.dtype) for p in _parameters(model)], "linears": _linears(model),
               "output": attempt(lambda: plain(model(x.double())))}
     meta = cls(*config).to("meta")
-    record["meta_devices"] = [p.device.type for p in meta.parameters()]
+    record["meta_devices"] = [p.device.type for p in _parameters(meta)]
     # The device half of the forward pass, without computing on "meta" (torch's meta kernels import
     # torch._dynamo, seconds per sandbox): model and input on the CPU under another default device,
     # as with a model on a GPU, so any tensor the forward pass creates without a device shows.
