@@ -55,16 +55,18 @@ def inputs() -> dict:
         {"x": torch.randn(3, 0), "multiple": 8, "dim": -1},                   # a size of 0 already is a multiple
         {"x": torch.randn(2, 11), "multiple": 8, "dim": -1, "default_device": "meta"},
         {"x": torch.randn(3, 5), "multiple": 4, "dim": 0, "grad": True, "weights": torch.randn(4, 5)},
+        {"x": torch.randn(3, 8), "multiple": 4, "dim": -1, "grad": True, "weights": torch.randn(3, 8)},  # no padding
     ]
     linear_cases = []
     for n_in, n_out, bias, dtype, multiple, default in (
             (13, 21, True, "float32", 8, None), (13, 21, False, "float32", 8, None),
             (32, 20, True, "float64", 16, None), (24, 40, True, "float32", 8, None),    # both already multiples
             (7, 3, True, "float32", 64, None), (10, 6, True, "float16", 8, None), (6, 9, True, "bfloat16", 4, None),
-            (9, 5, True, "float32", 8, "meta"), (20, 10, True, "float32", None, None)):     # the default
+            (9, 5, True, "float32", 8, "meta"), (20, 10, True, "float32", None, None),     # the default
+            (12, 20, True, "float32", 8, "frozen")):     # a frozen layer: the new one still trains
         layer = torch.nn.Linear(n_in, n_out, bias=bias, dtype=getattr(torch, dtype))
         linear_cases.append({"in": n_in, "out": n_out, "bias": bias, "dtype": dtype, "multiple": multiple,
-                             "default_device": default,
+                             "default_device": default if default != "frozen" else None, "frozen": default == "frozen",
                              "state": {k: v.detach().clone() for k, v in layer.state_dict().items()},
                              "x": torch.randn(5, n_in)})
     return {"amp_train_step": amp, "padding": {"pad_cases": pad_cases, "linear_cases": linear_cases}}
@@ -274,6 +276,9 @@ def amp_scaled(evidence: Evidence, inputs: dict) -> None:
             expect(bool(((start + update) - (start + exact)).abs().max() <= 1e-6),
                    f"{what}: the weights did not change by exactly one step with the unscaled gradients; keep them "
                    "float32 all along (converting them to a lower precision and back loses their low bits)")
+        expect(len(_records(rec, "updates")) == 1, f"{what}: scaler.update() was called "
+               f"{len(_records(rec, 'updates'))} times; call it once, after scaler.step(optimizer): it grows or cuts "
+               "the scale by the scaler's own rules (setting the scale yourself skips them)")
         expect(not any(u["given"] for u in _records(rec, "updates")),
                f"{what}: scaler.update() was handed a new scale; call it without one, so the scaler applies its "
                "own growth and backoff")
@@ -389,6 +394,8 @@ def pad_linear(evidence: Evidence, inputs: dict) -> None:
                 + (f", {case['multiple']})" if case["multiple"] else ") with the default multiple (8)"))
         if case.get("default_device"):
             what += f" with {case['default_device']} as the default device"
+        if case.get("frozen"):
+            what += " of a frozen layer (requires_grad False)"
         rec = value(rec, what)
         _untouched(rec["replaced"], what)
         if rec.get("moved") is True and case.get("default_device"):

@@ -224,6 +224,8 @@ def padding(namespace, inputs):
         dtype = _DTYPES[case["dtype"]]
         layer = _Linear(case["in"], case["out"], bias=case["bias"], dtype=dtype)
         layer.load_state_dict(case["state"])
+        if case.get("frozen"):
+            layer.requires_grad_(False)
         originals = {t.untyped_storage().data_ptr() for t in layer.parameters()}
         try:
             padded = _call(pad_linear, case, layer, *[m for m in [case["multiple"]] if m is not None])
