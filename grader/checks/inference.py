@@ -213,9 +213,11 @@ def batched_restores(evidence: Evidence, inputs: dict) -> None:
                "batched_predict must neither seed it nor draw from it")
         _answered(what, rec, want)
     data = value(evidence.probe("batched_predict"), "batched_predict")
-    for (n, max_batch, training), rec in zip(_probes()["RAISING_CASES"], data["raising"], strict=True):
+    for (n, max_batch, training, kind), rec in zip(_probes()["RAISING_CASES"], data["raising"], strict=True):
+        raised = ("a BaseException that is not an Exception (as KeyboardInterrupt is)" if kind == "interrupt"
+                  else "an exception")
         what = (f"batched_predict with {n} requests and max_batch={max_batch}, the model handed over in "
-                f"{'training' if training else 'eval'} mode and raising an exception on its second call")
+                f"{'training' if training else 'eval'} mode and raising {raised} on its second call")
         rec = value(rec, what)
         expect(len(rec["calls"]) >= 2, f"{what}: the model was called {len(rec['calls'])} time(s), "
                "so the call that raises was never reached")
@@ -320,6 +322,10 @@ def export_dynamic(evidence: Evidence, inputs: dict) -> None:
     if rec["fixed_other_raised"] is not True:
         raise Fail("without dynamic_batch the program should refuse another batch size: was a dynamic dimension "
                    "declared anyway?")
+    bounds = value(rec["upper_bounds"], "the program saved with dynamic_batch=True, loaded with torch.export.load")
+    expect(bounds == ["int_oo"], "with dynamic_batch=True the saved program's sizes are bounded above by "
+           f"{', '.join(b for b in bounds if b != 'int_oo') or 'nothing dynamic'}: declare dimension 0 dynamic "
+           "without bounds (no max=)")
 
 
 CHECKS = AssignmentChecks(

@@ -49,8 +49,9 @@ BATCHED_CASES = [
     (5, 1, False, "float32", None), (0, 5, True, "float32", None), (9, 9, False, "float32", None),
     (7, 2, False, "bfloat16", None), (5, 3, True, "float64", None), (6, 4, True, "float32", "meta"),
 ]
-# The model raises on its second call (batch index 1): (requests, max_batch, mode it comes in).
-RAISING_CASES = [(10, 3, True), (7, 2, False)]
+# The model raises on its second call (batch index 1): (requests, max_batch, mode it comes in, what it
+# raises: an Exception, or a BaseException that is not one, as KeyboardInterrupt and SystemExit are).
+RAISING_CASES = [(10, 3, True, "error"), (7, 2, False, "error"), (6, 2, True, "interrupt")]
 # Called from another autograd state: (requests, max_batch, mode it comes in, the caller's context).
 CALLER_CASES = [(5, 2, True, "no_grad"), (7, 3, False, "inference_mode")]
 MARK = 0.5  # added to every floating weight of a program saved while the round-trip probe runs
@@ -108,7 +109,11 @@ class _ServingError(RuntimeError):
     pass
 
 
-def _watched(inner, fail_at=None):
+class _ServingStopped(BaseException):
+    """Not an Exception: what Ctrl-C (KeyboardInterrupt) or SystemExit look like to an except clause."""
+
+
+def _watched(inner, fail_at=None, error=_ServingError):
     """The model wrapped so that every call is logged: the batch it got, every layer's mode, the
     autograd state; with ``fail_at``, the call of that index raises instead of answering."""
     log, raised = [], []
@@ -125,7 +130,7 @@ def _watched(inner, fail_at=None):
                 entry["rows"] = _plain(x) if len(log) < 64 else None
             log.append(entry)
             if fail_at is not None and len(log) == fail_at + 1:
-                raised.append(_ServingError(f"the model failed on its call {fail_at + 1} (raised by the grader)"))
+                raised.append(error(f"the model failed on its call {fail_at + 1} (raised by the grader)"))
                 raise raised[-1]
             return self.inner(x)
 
@@ -159,8 +164,9 @@ def batched_predict(namespace, inputs):
                 "autograd_after": _autograd(), "rng_same": bool(rng_same),
                 "state_same": _same_state(before, _state(model))}
 
-    def raising(n, max_batch, training):
-        model, log, raised = _watched(_scorer(inputs["state"]), fail_at=1)
+    def raising(n, max_batch, training, kind):
+        error = _ServingStopped if kind == "interrupt" else _ServingError
+        model, log, raised = _watched(_scorer(inputs["state"]), fail_at=1, error=error)
         _train(model, training)
         requests = [_clone(row) for row in inputs["requests"][:n]]
         modes_before, autograd_before = _modes(model), _autograd()
@@ -334,6 +340,9 @@ def export_and_reload(namespace, inputs):
         except Exception:
             result["fixed_other_raised"] = True
         result["dynamic"] = {size: _call(flexible, x) for size, x in inputs["batches"].items()}
+        # the saved program's own record of the sizes it accepts: a bound no tested batch reaches shows here
+        result["upper_bounds"] = attempt(lambda: sorted({str(r.upper) for r in _export_load(
+            os.path.join(folder, "dynamic.pt2")).range_constraints.values()}))
         return result
 
     return {"round_trip": attempt(round_trip), "raising": attempt(raising), "dynamic": attempt(dynamic)}
