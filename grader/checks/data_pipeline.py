@@ -8,8 +8,10 @@ from . import AssignmentChecks, Evidence, Fail, expect, tensor, value
 LENGTH, BATCH, WORKERS = 30, 4, 3
 # The options a caller passes through **kwargs in the "options" run ("collate_fn": True stands for the
 # probe's own collate_fn, which tags each batch with the process that collated it).
-OPTIONS = {"collate_fn": True, "persistent_workers": False, "prefetch_factor": 3, "multiprocessing_context": "fork"}
-OPTIONS_TEXT = "collate_fn=..., persistent_workers=False, prefetch_factor=3, multiprocessing_context='fork'"
+OPTIONS = {"collate_fn": True, "persistent_workers": False, "prefetch_factor": 3, "multiprocessing_context": "fork",
+           "timeout": 120.0}
+OPTIONS_TEXT = ("collate_fn=..., persistent_workers=False, prefetch_factor=3, multiprocessing_context='fork', "
+                "timeout=120.0")
 # name -> (num_workers, seed, epochs, interleave, options): "_a" and "_b" are two loaders made alike ("_b" with
 # draws from torch's global generator before each epoch), "_other" uses another seed.
 RUNS = {"workers_a": (WORKERS, 11, 2, False, {}), "workers_b": (WORKERS, 11, 2, True, {}),
@@ -153,8 +155,12 @@ def loader_workers_differ(evidence: Evidence, inputs: dict) -> None:
 
 
 def loader_epochs(evidence: Evidence, inputs: dict) -> None:
-    for prefix, label in (("workers", f"num_workers={WORKERS}"), ("main", "num_workers=0")):
-        first, second = _epochs(evidence, f"{prefix}_a")
+    # with the caller's persistent_workers=False each epoch starts new workers: they must not start alike
+    # (a loader that refused those options fails test_make_loader_kwargs, not this one)
+    options_ran = "error" not in evidence.probe("make_loader").get("options", {"error": ""})
+    for name, label in (("workers_a", f"num_workers={WORKERS}"), ("main_a", "num_workers=0"),
+                        *([("options", _call("options"))] if options_ran else [])):
+        first, second = _epochs(evidence, name)
         expect(not _draws(first) & _draws(second), f"{label}: the second epoch repeated the first epoch's draws")
         expect(_order(first) != _order(second), f"{label}: the second epoch kept the first epoch's order")
 
@@ -165,6 +171,8 @@ def loader_kwargs(evidence: Evidence, inputs: dict) -> None:
     attributes = _run(evidence, "options").get("attributes")
     expect(type(attributes) is dict and attributes.get("prefetch_factor") == OPTIONS["prefetch_factor"],
            f"{what}: prefetch_factor did not reach the DataLoader")
+    expect(attributes.get("timeout") == OPTIONS["timeout"], f"{what}: timeout did not reach the DataLoader (every "
+           "keyword argument goes to it, not only the ones this test names)")
     expect(attributes.get("persistent_workers") is False, f"{what}: the loader's persistent_workers is not the "
            "caller's False (keyword arguments must reach the DataLoader unchanged, over any default of yours)")
     for number, epoch in enumerate((first, second), 1):
@@ -264,10 +272,11 @@ def segment_train(evidence: Evidence, inputs: dict) -> None:
             expect(bool(((counts >= 0.5 * expected) & (counts <= 1.6 * expected)).all()),
                    f"{what}: the frames of segment {s} were not drawn uniformly (counts {counts.tolist()})")
             offsets.append(column.double())
-        for s in range(k - 1):
-            if b[s + 1] - b[s] >= 3 and b[s + 2] - b[s + 1] >= 3:
-                r = torch.corrcoef(torch.stack([offsets[s], offsets[s + 1]]))[0, 1].item()
-                expect(abs(r) < 0.3, f"{what}: the frames drawn in segments {s} and {s + 1} go together "
+        wide = [s for s in range(k) if b[s + 1] - b[s] >= 3]     # every pair, not only neighbours
+        for i, s in enumerate(wide):
+            for t in wide[i + 1:]:
+                r = torch.corrcoef(torch.stack([offsets[s], offsets[t]]))[0, 1].item()
+                expect(abs(r) < 0.3, f"{what}: the frames drawn in segments {s} and {t} go together "
                        f"(correlation {r:.2f}): draw each segment's frame independently")
 
 

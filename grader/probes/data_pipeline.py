@@ -94,7 +94,7 @@ def make_loader(namespace, inputs):
             record["global_before"], record["global_after"] = before, _get_rng_state()
         if options:
             record["attributes"] = {"prefetch_factor": loader.prefetch_factor,
-                                    "persistent_workers": loader.persistent_workers}
+                                    "persistent_workers": loader.persistent_workers, "timeout": loader.timeout}
         record["dataset_class"] = type(dataset) is _Draws
         del loader
         return record
