@@ -218,7 +218,7 @@ def batches_once(evidence: Evidence, inputs: dict) -> None:
     compiled = _batches(evidence)["graphs_then"]
     expect(compiled == 1, f"fn was compiled {compiled} times for {len(SHAPES)} calls with different batch sizes "
            "and lengths, expected once (the sizes that vary must be dynamic from the first call on)")
-    changed = data.get("config_changed")
+    changed = sorted(set(data.get("config_changed") or []) | set(_batches(evidence).get("config_changed") or []))
     expect(changed == [], f"Dynamo's global settings were changed ({', '.join(map(str, changed or []))}): every other "
            "function compiled in the program would be affected. Mark the inputs (mark_dynamic, mark_static), or "
            "change a setting only while run calls the compiled function (torch._dynamo.config.patch)")

@@ -222,7 +222,8 @@ def compile_for_batches(namespace, inputs):
         graphs = len(recorder.graphs)
         other = [attempt(one_call, run, tokens, mask) for tokens, mask in zip(inputs["other_tokens"],
                                                                             inputs["other_masks"])]
-        return {"calls": first, "graphs_then": graphs, "other_calls": other}
+        # read while the answer's function is alive: a setting put back when it is freed was changed all along
+        return {"calls": first, "graphs_then": graphs, "other_calls": other, "config_changed": _config_changes()}
 
     _reset()
     before = _counters["stats"]["unique_graphs"]
@@ -231,7 +232,11 @@ def compile_for_batches(namespace, inputs):
     finally:
         captured = _counters["stats"]["unique_graphs"] - before
         _reset()
-    now = _config_copy()
-    changed = sorted(key for key in set(now) | set(_CONFIG_AT_START) if now.get(key) != _CONFIG_AT_START.get(key))
     return {"result": result, "graphs": recorder.graphs[:20], "forged": recorder.forged, "captured": int(captured),
-            "config_changed": changed[:10]}
+            "config_changed": _config_changes()}
+
+
+def _config_changes() -> list[str]:
+    """The Dynamo settings that differ from what they were before any course or student code ran."""
+    now = _config_copy()
+    return sorted(key for key in set(now) | set(_CONFIG_AT_START) if now.get(key) != _CONFIG_AT_START.get(key))[:10]
