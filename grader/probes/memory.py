@@ -119,6 +119,7 @@ def release(namespace, inputs):
 # (its code object), however the answer reached the function.
 _CHECKPOINT_SEQUENTIAL = _checkpoint_sequential.__code__
 _setprofile, _getprofile = __import__("sys").setprofile, __import__("sys").getprofile
+_thread_setprofile = __import__("threading").setprofile      # threads the answer starts
 _CONTAINERS = {"list": list, "Sequential": lambda blocks: nn.Sequential(*blocks), "ModuleList": nn.ModuleList}
 
 
@@ -141,20 +142,25 @@ def _logged_blocks(states, log):
 
 
 def _calls_checkpoint_sequential(fn, *args):
-    """fn(*args), and whether checkpoint_sequential's code ran during it (None: the answer switched
-    the call tracing off, so nobody can tell)."""
-    seen = [False]
+    """fn(*args), and whether checkpoint_sequential's code ran during it, on this thread or on one it
+    started (None: the answer switched the call tracing off, so nobody can tell). A copy of its code
+    object (``__code__.replace()``, under any name) is its code too: the same bytecode and names."""
+    seen, original = [False], _CHECKPOINT_SEQUENTIAL
 
     def profiler(frame, event, arg):
-        if event == "call" and frame.f_code is _CHECKPOINT_SEQUENTIAL:
+        code = frame.f_code
+        if event == "call" and (code is original or (code.co_code == original.co_code
+                                                     and code.co_names == original.co_names)):
             seen[0] = True
 
     _setprofile(profiler)
+    _thread_setprofile(profiler)
     try:
         result = fn(*args)
         traced = _getprofile() is profiler
     finally:
         _setprofile(None)
+        _thread_setprofile(None)
     return result, seen[0] if traced else None
 
 
