@@ -30,6 +30,20 @@ def describe(obj, original=None):
     return ["other", type(obj).__name__, repr(obj)[:60], same]
 
 
+def _new_containers(moved, original) -> list[str]:
+    """Where the result hands back one of the input's own lists or dicts (tensors in them or not):
+    a caller who changes the copy would change the batch. (Tuples cannot change, and Python shares
+    its empty tuple anyway.)"""
+    if type(original) not in (dict, list) and not isinstance(original, tuple):
+        return []
+    shared = ["the batch's " + type(original).__name__] if type(original) in (dict, list) and moved is original else []
+    if type(original) is dict and type(moved) is dict:
+        return shared + [w for k in original if k in moved for w in _new_containers(moved[k], original[k])]
+    if isinstance(moved, (list, tuple)) and len(moved) == len(original):
+        return shared + [w for m, o in zip(moved, original) for w in _new_containers(m, o)]
+    return shared
+
+
 class _Recorder(torch.Tensor):
     """Records the non_blocking flag of every Tensor.to call on it, however the answer makes the call
     (``t.to(...)``, ``torch.Tensor.to(t, ...)``, a ``functools.partial`` of it)."""
@@ -51,7 +65,7 @@ def to_device_batch(namespace, inputs):
         batch = make_batch(inputs["tensors"])
         moved = fn(batch, "meta")
         bare = fn(inputs["tensors"][0], torch.device("meta"))
-        return {"moved": describe(moved, batch), "bare": describe(bare),
+        return {"moved": describe(moved, batch), "bare": describe(bare), "new_containers": _new_containers(moved, batch),
                 "array_same": moved.get("array") is batch["array"] if isinstance(moved, dict) else False,
                 "inputs_on_cpu": describe(batch), "text_same": moved.get("text") is batch["text"]
                 if isinstance(moved, dict) else False}
