@@ -97,12 +97,12 @@ def one_hot_scatter(evidence: Evidence, inputs: dict) -> None:
     labels, classes = inputs["one_hot"]["ops_case"]
     ops = value(data["ops"], f"one_hot({labels.tolist()}, {classes})")
     expect("one_hot" not in ops["names"], "one_hot calls torch.nn.functional.one_hot: build it with scatter_ or scatter")
-    # the scatter that builds the encoding: into an N x C tensor (or C x N), one index per label
+    # the scatter that builds the encoding: into N x C numbers (in any shape: N x C, C x N, flat), one index a label
     n = len(labels)
-    expect(any(len(shapes) > 2 and sorted(shapes[0]) == sorted([n, classes]) and math.prod(shapes[2]) == n
+    expect(any(len(shapes) > 2 and math.prod(shapes[0]) == n * classes and math.prod(shapes[2]) == n
                for shapes in ops["scatters"]),
            f"one_hot does not build its result with scatter_ or scatter: no scatter wrote {n} labels into a "
-           f"{n} x {classes} tensor")
+           f"tensor of {n} x {classes} numbers")
     small, large = (value(s["lines"], "one_hot line count") for s in data["scaling"])
     small_ops, large_ops = (value(s["ops"], "one_hot op count")["count"] for s in data["scaling"])
     expect(large <= small + 10 and large_ops <= small_ops + 10,
