@@ -57,19 +57,23 @@ def inputs() -> dict:
         {"x": torch.randn(3, 5), "multiple": 4, "dim": 0, "grad": True, "weights": torch.randn(4, 5)},
         {"x": torch.randn(3, 8), "multiple": 4, "dim": -1, "grad": True, "weights": torch.randn(3, 8)},  # no padding
     ]
-    linear_cases = []
-    for n_in, n_out, bias, dtype, multiple, default in (
-            (13, 21, True, "float32", 8, None), (13, 21, False, "float32", 8, None),
-            (32, 20, True, "float64", 16, None), (24, 40, True, "float32", 8, None),    # both already multiples
-            (7, 3, True, "float32", 64, None), (10, 6, True, "float16", 8, None), (6, 9, True, "bfloat16", 4, None),
-            (9, 5, True, "float32", 8, "meta"), (20, 10, True, "float32", None, None),     # the default
-            (12, 20, True, "float32", 8, "frozen")):     # a frozen layer: the new one still trains
-        layer = torch.nn.Linear(n_in, n_out, bias=bias, dtype=getattr(torch, dtype))
-        linear_cases.append({"in": n_in, "out": n_out, "bias": bias, "dtype": dtype, "multiple": multiple,
-                             "default_device": default if default != "frozen" else None, "frozen": default == "frozen",
-                             "state": {k: v.detach().clone() for k, v in layer.state_dict().items()},
-                             "x": torch.randn(5, n_in)})
+    linear_cases = [_linear_case(*spec) for spec in (
+        (13, 21, True, "float32", 8), (13, 21, False, "float32", 8),
+        (32, 20, True, "float64", 16), (24, 40, True, "float32", 8),    # both already multiples
+        (7, 3, True, "float32", 64), (10, 6, True, "float16", 8), (6, 9, True, "bfloat16", 4),
+        (9, 5, True, "float32", 8, "meta"), (20, 10, True, "float32", None))]     # the default
+    linear_cases.append(_linear_case(12, 20, True, "float32", 8, frozen=True))  # a frozen layer: the new one trains
     return {"amp_train_step": amp, "padding": {"pad_cases": pad_cases, "linear_cases": linear_cases}}
+
+
+def _linear_case(n_in: int, n_out: int, bias: bool, dtype: str, multiple: int | None, default: str | None = None,
+                 frozen: bool = False) -> dict:
+    """A layer for pad_linear (its state), its input, and how it is called: under another default device,
+    frozen (requires_grad False)."""
+    layer = torch.nn.Linear(n_in, n_out, bias=bias, dtype=getattr(torch, dtype))
+    return {"in": n_in, "out": n_out, "bias": bias, "dtype": dtype, "multiple": multiple, "default_device": default,
+            "frozen": frozen, "state": {k: v.detach().clone() for k, v in layer.state_dict().items()},
+            "x": torch.randn(5, n_in)}
 
 
 def _untouched(replaced, what: str) -> None:

@@ -66,9 +66,8 @@ def batch_structure(evidence: Evidence, inputs: dict) -> None:
     expect(rec["moved"] == expected, "to_device_batch should keep every container's type (dict key order, list, "
            "tuple, namedtuple) and return everything else unchanged")
     expect(rec["array_same"] is True and rec["text_same"] is True, "non-tensors must come back as the same objects")
-    expect(rec["new_containers"] == [], f"the result hands back {len(rec['new_containers'])} of the batch's own "
-           "lists or dicts instead of new ones (one without tensors counts too): changing the copy would change the "
-           "batch")
+    expect(rec["new_containers"] == [], f"the result hands back the input's own containers at "
+           f"{', '.join(rec['new_containers'])} instead of new ones (a list or dict without tensors too): changing the copy would change the batch")
     expect(rec["inputs_on_cpu"] == original, "to_device_batch must not modify its input")
 
 

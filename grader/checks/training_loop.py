@@ -210,12 +210,13 @@ def accumulated_syncs(evidence: Evidence, inputs: dict) -> None:
         steps = len(_groups(case))
         copies = [r for r in run["reads"] if r in ("cpu", "to(cpu)")]
         values = [r for r in run["reads"] if r not in ("cpu", "to(cpu)")]
-        expect(run["scalar_reads"] <= steps, f"{what}: {run['scalar_reads']} reads of a tensor's value on the host "
-               f"(ATen's item, on any thread) for {steps} optimizer steps; each one waits for the GPU. Keep the "
-               "running loss on the device (add loss.detach() to it) and read it once per step")
-        expect(len(values) <= steps, f"{what}: {len(values)} reads of a tensor's value on the host "
-               f"({', '.join(sorted(set(values)))}) for {steps} optimizer steps; each one waits for the GPU. Keep the "
-               "running loss on the device (add loss.detach() to it) and read it once per step")
+        # two counts of the same reads: the function mode names them; ATen's item also sees other threads
+        # and code that switched the mode off
+        reads = max(len(values), run["scalar_reads"])
+        seen = ", ".join(sorted(set(values))) if len(values) == reads else "ATen's item, on any thread"
+        expect(reads <= steps, f"{what}: {reads} reads of a tensor's value on the host ({seen}) for {steps} "
+               "optimizer steps; each one waits for the GPU. Keep the running loss on the device (add loss.detach() "
+               "to it) and read it once per step")
         expect(len(copies) <= steps, f"{what}: {len(copies)} copies to the CPU for {steps} optimizer steps; each one "
                "waits for the GPU. Keep the running loss on the device and read it once per step")
 

@@ -30,17 +30,15 @@ def describe(obj, original=None):
     return ["other", type(obj).__name__, repr(obj)[:60], same]
 
 
-def _new_containers(moved, original) -> list[str]:
-    """Where the result hands back one of the input's own lists or dicts (tensors in them or not):
-    a caller who changes the copy would change the batch. (Tuples cannot change, and Python shares
-    its empty tuple anyway.)"""
-    if type(original) not in (dict, list) and not isinstance(original, tuple):
-        return []
-    shared = ["the batch's " + type(original).__name__] if type(original) in (dict, list) and moved is original else []
+def _new_containers(moved, original, path: str = "batch") -> list[str]:
+    """Where (``batch['meta']['names']``) the result hands back one of the input's own lists or dicts,
+    tensors in them or not: a caller who changes the copy would change the batch. (Tuples cannot
+    change, and Python shares its empty tuple anyway.)"""
+    shared = [path] if type(original) in (dict, list) and moved is original else []
     if type(original) is dict and type(moved) is dict:
-        return shared + [w for k in original if k in moved for w in _new_containers(moved[k], original[k])]
-    if isinstance(moved, (list, tuple)) and len(moved) == len(original):
-        return shared + [w for m, o in zip(moved, original) for w in _new_containers(m, o)]
+        return shared + [w for k in original if k in moved for w in _new_containers(moved[k], original[k], f"{path}[{k!r}]")]
+    if isinstance(original, (list, tuple)) and isinstance(moved, (list, tuple)) and len(moved) == len(original):
+        return shared + [w for i, (m, o) in enumerate(zip(moved, original)) for w in _new_containers(m, o, f"{path}[{i}]")]
     return shared
 
 
