@@ -56,13 +56,48 @@ def test_card_words_exclude_the_details_and_plots_are_counted_by_kind(tmp_path):
     assert output.card_words == [6]  # demo, tip, as, fast, base, Method: the summary stays visible
     assert output.plots == ["sweep"] and output.words == 9
     row = lesson_shape.rows([lesson_shape.notebook_shape(path, executed)])[0]
-    assert row["sweeps and timelines"] == "1" and row["comparisons"] == "1"
+    assert row["sweeps, timelines"] == "1" and row["comparisons"] == "1"
 
 
 def test_the_benchmark_prints_every_notebook_and_refuses_a_missing_folder(tmp_path):
     script = REPO_ROOT / "benchmarks" / "lesson_shape.py"
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
-    assert "01_tensors_devices" in out.stdout and out.stdout.splitlines()[-2].startswith("all")
+    lines = out.stdout.splitlines()
+    assert "01_tensors_devices" in out.stdout and lines[-3].startswith("all") and lines[-2].startswith("target")
     missing = subprocess.run([sys.executable, str(script), "--executed", str(tmp_path / "nope")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "not a folder of executed notebooks" in missing.stderr
+
+
+def test_exercise_statements_and_visible_tests_are_measured(tmp_path):
+    def graded(source, solution=False, **kw):
+        cell = new_code_cell(source) if kw.pop("code", True) else new_markdown_cell(source)
+        cell.metadata["nbgrader"] = {"grade": True, "solution": solution, **kw}
+        return cell
+    cells = [new_code_cell("QUICK = True", metadata={"tags": ["parameters"]}),
+             new_code_cell("dev = setup(DEVICE, quick=QUICK)\nn = 8 if QUICK else 64"),
+             new_markdown_cell("## Exercises\n\nmany words of the intro are not counted"),
+             new_markdown_cell("### Exercise 1 · Five words here\n\n```python\ndef f(x): ...\n```\nthen three more"),
+             new_markdown_cell("A second cell: five words."),
+             graded("def f(x):\n    return x", solution=True),
+             graded("# checks f\n\nassert f(1) == 1\nassert f(2) == 2"),
+             new_markdown_cell("### Exercise 2 · Measure\none two"),
+             graded("**For the instructor** many rubric words", solution=True, code=False),
+             new_markdown_cell("## Summary\nnot an exercise")]
+    path, _ = _notebook(tmp_path, cells)
+    shape = lesson_shape.notebook_shape(path)
+    assert shape.spec_words == [15, 7] and shape.test_lines == [3] and shape.quick_branches == 1
+
+
+def test_a_headline_and_the_widest_table_are_read_from_the_outputs(tmp_path):
+    old_card = ('<div class="course-card"><p><b>T001 · demo</b> · tip: 2.00x as fast as base (2 ms → 1 ms). '
+                'More.</p></div>')
+    new_card = ('<div class="course-card"><p><b>T002 · demo</b> · <span class="course-headline">a b c.</span></p>'
+                '<table><tr><th>variant</th><th>median</th></tr><tr><td>a long variant name</td><td>1 ms</td></tr>'
+                '</table><details><table><tr><td>xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx</td></tr></table></details></div>')
+    outputs = [[new_output("display_data", {"text/html": old_card})], [new_output("display_data", {"text/html": new_card})],
+               [new_output("stream", name="stdout", text="short\n" + "y" * 40)]]
+    path, executed = _notebook(tmp_path, [new_code_cell("a"), new_code_cell("b"), new_code_cell("c")], outputs)
+    output = lesson_shape.notebook_shape(path, executed).output
+    assert output.headline_words == [11, 3]       # the first sentence only; a folded table is not shown
+    assert output.widest == 40                     # the stream's line beats the table's 19 + 2 + 6

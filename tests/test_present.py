@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from utils import bench, lesson_shape, present, why
+from utils.units import first_sentence_words
 from utils.comparison import Demo, Sweep, Timing
 from utils.present import Result, SweepResult, Unmeasured
 
@@ -31,7 +32,8 @@ def tables(tmp_path, monkeypatch):
     (tmp_path / "99_test.toml").write_text(
         '[T900]\ncpu.faster = "Faster on a CPU: {ratio} at n={n}."\ncpu.same = "No gain on a CPU."\n'
         'gpu.faster = "Faster on a GPU: {variant_gpu} of kernels."\nany.otherwise = "Unexpected."\n'
-        'cpu.note = "On a GPU it would copy {gpu_sizes}."\ncpu.unmeasured = "A GPU would show the copy ({extra})."\n')
+        'cpu.note = "On a GPU it would copy {gpu_sizes}."\ncpu.unmeasured = "A GPU would show the copy ({extra})."\n'
+        'cpu.less_memory = "Less held: {variant_peak} against {baseline_peak}."\n')
     monkeypatch.setattr(why, "FOLDER", tmp_path)
 
 
@@ -91,6 +93,69 @@ def test_a_card_is_short(tables):
     assert parser.cards == 1 and len(parser.words) <= 120, " ".join(parser.words)
 
 
+MIB = 2**20
+
+
+def test_a_memory_tip_leads_with_memory_and_is_explained_by_its_memory_verdict(tables):
+    c = card(timing("keep loss", 1 * MS, peak=136 * MIB), timing("loss.item()", 1.01 * MS, peak=24 * MIB),
+             metric="memory")
+    assert c.headline() == ("loss.item(): peak memory 24.0 MiB, against 136.0 MiB for keep loss; "
+                            "time: no clear difference.")
+    assert c.explanation()[0] == "Less held: 24.0 MiB against 136.0 MiB."
+    compact = c.table_rows(compact=True)
+    assert list(compact[1])[:2] == ["variant", "peak memory"] and compact[1]["verdict"] == "18% of the baseline's peak"
+    timed = card(timing("keep loss", 1 * MS, peak=136 * MIB), timing("loss.item()", 1.01 * MS, peak=24 * MIB))
+    assert timed.headline().startswith("loss.item(): no clear difference")  # the default metric is time
+
+
+def test_a_tip_about_another_figure_leads_with_it():
+    base, tip = timing("level 6", 1 * MS), timing("level 9", 3 * MS)
+    base.extra["bytes"], tip.extra["bytes"] = "1,200", "1,150"
+    assert card(base, tip, metric="bytes").headline() == "level 9: bytes 1,150, against 1,200 for level 6; time: 3.00x the time."
+
+
+def test_compare_refuses_a_metric_it_cannot_show(quick_bench):
+    with pytest.raises(ValueError, match="give no such figure"):
+        bench.compare("T900", ("a", lambda: 1), ("b", lambda: 2), metric="error", record=False)
+    with pytest.raises(ValueError, match="needs the peak memory"):
+        bench.compare("T900", ("a", lambda: 1), ("b", lambda: 2), metric="memory", memory=False, record=False)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_headline_keeps_to_twenty_words_whatever_the_labels(fast):
+    long_base, long_tip = "cudnn.benchmark = False (the heuristic pick)", "cudnn.benchmark = True (autotuned, searched once)"
+    rows = (timing(long_base, 2 * MS), timing(long_tip, 1 * MS if fast else 3 * MS))
+    c = Result("T900", "demo", "cuda:0", "NVIDIA H100 80GB HBM3", {}, list(rows))
+    head = c.headline()
+    assert first_sentence_words(head) <= present.HEADLINE_WORDS and head.startswith(long_tip), head
+    assert ("2.00x as fast" if fast else "1.50x the time") in head and "NVIDIA H100" in head
+
+
+def test_the_headline_is_marked_for_the_lesson_figures(tables):
+    c = card(timing("base", 2 * MS), timing("tip", 1 * MS))
+    parser = lesson_shape._VisibleText()
+    parser.feed(c._repr_html_())
+    assert parser.headlines == [c.headline()]
+
+
+def test_reference_runs_that_agree_with_this_run_are_folded(tables, monkeypatch):
+    here = card(timing("base", 2 * MS), timing("tip", 1 * MS))
+    agrees = card(timing("base", 4 * MS), timing("tip", 1 * MS), device="cuda")
+    differs = card(timing("base", 1 * MS), timing("tip", 1 * MS), device="cuda")
+    differs.device_name = "Other GPU"
+
+    class Run:
+        name, manifest = "ref", {"date": "2026-11-28"}
+
+        def describe(self, device_name):
+            return device_name
+    monkeypatch.setattr(present.references, "matching", lambda demo: [(Run(), agrees), (Run(), differs)])
+    assert here.references_differing() == ["On Other GPU (reference run ref): no clear difference."]
+    visible, folded = here._repr_html_().split("<details>")
+    assert "Other GPU (reference run ref)" in visible and "Test GPU (reference run ref)" not in visible
+    assert "Test GPU" in folded  # the reference table keeps every run
+
+
 def test_peak_memory_shows_when_it_differs():
     c = card(timing("base", 2 * MS, peak=4000), timing("tip", 1 * MS, peak=1000))
     assert "peak memory" in c._repr_html_().split("<details>")[0]
@@ -125,7 +190,7 @@ def test_a_sweep_shows_its_ratios_by_size_and_draws_curves(tables, quick_bench):
                                                                   ("sum once", lambda: work[n].sum())],
                         title="a demo", device="cpu", record=False, rate=("Melem/s", lambda n: n / 1e6), why="T900-sweep")
     assert isinstance(sweep, SweepResult) and len(sweep.comparisons) == 2
-    assert sweep.headline().startswith("sum once against sum twice on CPU") and "at 1000" in sweep.headline()
+    assert sweep.headline().startswith("sum once on CPU") and "at 1000" in sweep.headline()
     page = sweep._repr_html_()
     assert 'data-plot="sweep"' in page and "Melem/s" in page
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from utils import bench, records, references
+from utils import bench, present, records, references
 from utils.comparison import Timing
 from utils.present import Result
 from utils.report import build_report
@@ -46,7 +46,8 @@ def test_a_reference_at_the_sizes_the_notebook_picks_for_its_device_is_shown(tmp
     mine = demo("cpu", n=4, spec=SPEC)
     [(run, ref)] = references.matching(mine.demo)
     assert run.name == "gpu-1" and ref.device_name == "NVIDIA Test GPU"
-    assert "On NVIDIA Test GPU (reference run gpu-1): 2.00x as fast." in repr(mine)
+    assert references.matching(mine.demo) and "reference run gpu-1" not in repr(mine)  # it agrees: folded
+    assert present.reference_lines(mine.demo, "float32") == ["On NVIDIA Test GPU (reference run gpu-1): 2.00x as fast."]
     page = mine._repr_html_()
     assert "this run beside the reference runs" in page and "NVIDIA Test GPU, torch" in page and "commit abc123" in page
 
@@ -55,7 +56,7 @@ def test_a_reference_measured_on_its_hosts_cpu_is_labelled_as_that_machines_cpu(
     # a host-side comparison (Pillow, DDP on CPU) in a GPU machine's run: its CPU, not this one's, not its GPU
     store(tmp_path, [demo("cpu", n=4, spec=SPEC)], device_name="NVIDIA Test GPU")
     mine = demo("cpu", n=4, spec=SPEC)
-    assert "On reference run gpu-1's host, CPU (test): 2.00x as fast." in repr(mine)
+    assert present.reference_lines(mine.demo, "float32") == ["On reference run gpu-1's host, CPU (test): 2.00x as fast."]
     page = mine._repr_html_()
     assert "CPU (test), torch" in page and "NVIDIA Test GPU" not in page
 

@@ -265,7 +265,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
             device: torch.device | str = "cpu", memory: bool = True, record: bool = True,
             about_overhead: bool = False, host: bool = False, why: str = "", headline: str = "",
             facts: dict | None = None, needs: str | None = None, rate: tuple | None = None,
-            devices: dict | None = None, ahead: dict | None = None) -> Result | Unmeasured:
+            devices: dict | None = None, ahead: dict | None = None, metric: str = "") -> Result | Unmeasured:
     """Measure a baseline and the tip's variant(s) side by side; record and return the result.
 
     Each of ``baseline`` and ``variants`` is ``(label, fn)`` or ``(label, fn, extra)`` where
@@ -306,6 +306,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
         raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
     if headline and headline not in labels[1:]:
         raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
+    _check_metric(metric, parsed, memory, rate)
     device, row_devices = placement(labels, device, devices, host)
     prepared = _ahead(labels, ahead)
     if needs is not None and not _satisfies(device, needs):
@@ -315,7 +316,8 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
                     _measure_interleaved(parsed, device, memory, row_devices, prepared), about_overhead=about_overhead, host=host,
                     sizes_spec=getattr(sizes, "spec", None), quick=is_quick(),
                     notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=why, headline_variant=headline,
-                    torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()})
+                    torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()},
+                    metric="" if metric == "time" else metric)
     if rate is not None:
         _add_rate(result, *rate)
     if record:
@@ -325,6 +327,20 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
         records.append(written)
         result.records = written   # the card carries them into the notebook too
     return result
+
+
+def _check_metric(metric: str, parsed: list, memory: bool, rate: tuple | None) -> None:
+    """A metric the comparison can show: time, peak memory (measured), or a figure every variant gives."""
+    if metric in ("", "time"):
+        return
+    if metric == "memory":
+        if not memory:
+            raise ValueError("metric='memory' needs the peak memory: drop memory=False")
+        return
+    missing = [label for label, _, extra in parsed if metric not in extra and not (rate and rate[0] == metric)]
+    if missing:
+        raise ValueError(f"metric={metric!r} is neither 'time' nor 'memory', and the variants {missing} give no "
+                         f"such figure in their extra dict")
 
 
 def _ahead(labels: list[str], ahead: dict | None) -> list[int]:

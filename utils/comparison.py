@@ -88,6 +88,7 @@ class Comparison:
     headline_variant: str = ""     # the variant its headline is about (default: the first after the baseline)
     torch: str = ""                # the torch version that measured it
     facts: dict[str, str] = field(default_factory=dict)  # further figures, as text, its explanations quote
+    metric: str = ""               # what the tip is about: "" (time), "memory", or one of the rows' extra columns
 
     @property
     def baseline(self) -> Timing:
@@ -152,7 +153,8 @@ class Comparison:
                 notebook=self.notebook, torch=self.torch, quick=self.quick,
                 round_medians=list(row.round_medians), device_s=row.device_s, q1_s=row.q1, q3_s=row.q3,
                 about_overhead=self.about_overhead, host=self.host, sizes_spec=self.sizes_spec,
-                verdict=(verdicts or {}).get(row.label, ""), why=self.why, headline_variant=self.headline_variant, facts=dict(self.facts),
+                verdict=(verdicts or {}).get(row.label, ""), why=self.why, headline_variant=self.headline_variant,
+                facts=dict(self.facts), metric=self.metric,
             )
             for i, row in enumerate(self.rows)
         ]
@@ -168,7 +170,8 @@ class Comparison:
         return cls(first.tip, first.title, first.device, first.device_name, dict(first.sizes), rows,
                    about_overhead=first.about_overhead, host=first.host, sizes_spec=first.sizes_spec,
                    quick=first.quick, notebook=first.notebook, why=first.why,
-                   headline_variant=first.headline_variant, torch=first.torch, facts=dict(first.facts))
+                   headline_variant=first.headline_variant, torch=first.torch, facts=dict(first.facts),
+                   metric=first.metric)
 
 
 @dataclass

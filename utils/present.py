@@ -20,31 +20,82 @@ from . import claims, plots, records, references, why
 from .comparison import Comparison, Demo, Sweep, Timeline, Timing, fact_text
 from .memory import memory_note
 from .tables import html_table, text_table
-from .units import format_bytes, format_number, format_ratio, format_seconds, format_sizes
+from .units import first_sentence_words, format_bytes, format_number, format_ratio, format_seconds, format_sizes
 from .verdict import Verdict, gpu_above_wall, launch_bound_reason, memory_verdict, ratio_words, time_verdict
 
 CARD = "course-card"  # the class of every card's <div> (utils.lesson_shape counts them)
-DETAILS = "Method, caveats, the sources' claims and reference runs"
+HEADLINE = "course-headline"  # the class of its headline's <span> (utils.lesson_shape counts its words)
+HEADLINE_WORDS = 20  # a headline's first sentence at most
+DETAILS = "Details: method, caveats, claims, references"
 
 
 # ---------------------------------------------------------------- words from numbers
 
 def headline(result: Comparison, row: Timing | None = None) -> str:
-    """One line on the featured variant against the baseline, generated from the verdict."""
+    """One sentence on the featured variant against the baseline, in the tip's own metric (time,
+    peak memory, or a figure of its table), generated from the verdict: the longest of its forms that
+    fits in ``HEADLINE_WORDS`` words (the table below it has the rest)."""
     row = row or result.featured()
+    if result.metric == "memory" and memory_verdict(result, row) is not None:
+        forms = _memory_forms(result, row)
+    elif result.metric not in ("", "memory") and all(result.metric in r.extra for r in (result.baseline, row)):
+        forms = _figure_forms(result, row, result.metric)
+    else:
+        forms = _time_forms(result, row)
+    return fitted(forms)
+
+
+def fitted(forms: list[str], words: int = HEADLINE_WORDS) -> str:
+    """The first of ``forms`` (longest first) whose first sentence has at most ``words`` words."""
+    return next((form for form in forms if first_sentence_words(form) <= words), forms[-1])
+
+
+def _time_forms(result: Comparison, row: Timing) -> list[str]:
     base, verdict = result.baseline, time_verdict(result, row)
-    times = f"{format_seconds(base.median)} → {format_seconds(row.median)}"
-    on = f"on {result.device_name}"
+    times = f" ({format_seconds(base.median)} → {format_seconds(row.median)})"
+    on = f" on {result.device_name}"
+    against = [f" as {base.label}", " as the baseline"]
     if verdict.kind == "faster":
-        return f"{row.label}: {verdict.text} as {base.label} {on} ({times})."
+        return [f"{row.label}: {verdict.text}{a}{on}{t}." for a in against for t in (times, "")]
     if verdict.kind == "slower":
-        return f"{row.label}: {format_ratio(row.median / base.median)} the time of {base.label} {on} ({times})."
+        slow = format_ratio(row.median / base.median)
+        return [f"{row.label}: {slow} the time{a.replace(' as', ' of')}{on}{t}." for a in against for t in (times, "")]
     if verdict.kind == "launch-bound":  # launch-bound, or a host-bound variant: its two clocks in words
         said = "launch-bound, so no verdict" if verdict.text == "launch-bound" else verdict.text
-        return f"{row.label} against {base.label} {on}: {said} ({verdict.note})."
+        wall, _, gpu = said.partition("; ")   # a host-bound row: the GPU change says more than the wall clock
+        return [f"{row.label} against {base.label}{on}: {said}.", f"{row.label}{on}: {said}."] + \
+            ([f"{row.label}{on}: host-bound; {gpu}.", f"{row.label}: host-bound; {gpu}."] if gpu else []) + \
+            [f"{row.label} against {base.label}{on}: {wall}.", f"{row.label}{on}: {wall}."]
     if verdict.kind == "one round":
-        return f"{row.label}: {verdict.text} against {base.label} {on} ({times}); rerun in full mode for a verdict."
-    return f"{row.label}: no clear difference from {base.label} {on} ({times})."
+        return [f"{row.label}: {verdict.text} against {base.label}{on}{times}; rerun in full mode for a verdict.",
+                f"{row.label}: {verdict.text}{on}; rerun in full mode for a verdict.",
+                f"{row.label}: {verdict.text}{on}, rerun for a verdict."]
+    return [f"{row.label}: no clear difference from {base.label}{on}{t}." for t in (times, "")] + \
+        [f"{row.label}: no clear difference from the baseline{on}.", f"{row.label}: no clear difference{on}."]
+
+
+def _time_brief(result: Comparison, row: Timing) -> str:
+    """The time verdict in a few words, beside another metric's headline."""
+    verdict = time_verdict(result, row)
+    if verdict.kind == "slower":
+        return f"{format_ratio(row.median / result.baseline.median)} the time"
+    return verdict.text.split(";")[0].split(":")[0] if verdict.kind == "launch-bound" else verdict.text
+
+
+def _memory_forms(result: Comparison, row: Timing) -> list[str]:
+    base = result.baseline
+    peaks = f"peak memory {format_bytes(row.peak_bytes)}, against {format_bytes(base.peak_bytes)}"
+    time = f"; time: {_time_brief(result, row)}"
+    return [f"{row.label}: {peaks} for {base.label}{time}.", f"{row.label}: {peaks}{time}.",
+            f"{row.label}: {peaks}.", f"{peaks} (against the baseline)."]
+
+
+def _figure_forms(result: Comparison, row: Timing, name: str) -> list[str]:
+    base = result.baseline
+    figures = f"{name} {row.extra[name]}, against {base.extra[name]}"
+    time = f"; time: {_time_brief(result, row)}"
+    return [f"{row.label}: {figures} for {base.label}{time}.", f"{row.label}: {figures}{time}.",
+            f"{row.label}: {figures}.", f"{figures} (against the baseline)."]
 
 
 def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
@@ -70,11 +121,17 @@ def _other_sizes(spec: dict | None) -> dict[str, str]:
 
 
 def explanation(result: Comparison, extra: dict | None = None) -> list[str]:
-    """The ``utils/why`` sentences for this outcome on this kind of device, filled in, then why
-    a GPU time may exceed its wall time, where one does."""
-    kind = time_verdict(result, result.featured()).kind
-    return filled(result.why_key, "gpu" if result.on_gpu else "cpu", kind, fields(result, extra),
-                  f"{result.tip} '{result.title}'") + [line for line in [gpu_above_wall(result)] if line]
+    """The ``utils/why`` sentences for this outcome on this kind of device, filled in: the outcome
+    of the tip's metric (the memory verdict for a memory tip, else the time verdict)."""
+    return filled(result.why_key, "gpu" if result.on_gpu else "cpu", outcome_kind(result), fields(result, extra),
+                  f"{result.tip} '{result.title}'")
+
+
+def outcome_kind(result: Comparison) -> str:
+    """The verdict kind that picks the explanation: memory's for a memory tip, time's otherwise."""
+    row = result.featured()
+    memory = memory_verdict(result, row) if result.metric == "memory" else None
+    return memory.kind if memory else time_verdict(result, row).kind
 
 
 def filled(key: str, device_kind: str, outcome: str, values: dict[str, str], what: str) -> list[str]:
@@ -147,24 +204,41 @@ def table_rows(result: Comparison, compact: bool = False) -> list[dict[str, str]
     it differs between variants. Full: median, IQR, runs, every figure, and the verdict's caveats."""
     gpu_time = any(r.device_s is not None for r in result.rows)
     memory = any(r.peak_bytes is not None for r in result.rows)
-    if compact:
+    about_memory = compact and result.metric == "memory" and memory
+    if compact and not about_memory:
         memory = any(v is not None and v.kind != "same memory"
                      for v in (memory_verdict(result, r) for r in result.rows[1:]))
     rows = []
     for row in result.rows:
-        verdict = time_verdict(result, row)
-        cells = {"variant": row.label, "median": format_seconds(row.median)}
+        cells = {"variant": row.label}
+        if about_memory:  # a memory tip: its metric first, and the verdict on it
+            cells["peak memory"] = format_bytes(row.peak_bytes)
+        cells["median"] = format_seconds(row.median)
         if not compact:
             cells.update({"IQR": format_seconds(row.iqr), "runs": str(row.runs),
                           "speed-up": format_ratio(result.speedup(row))})
         if gpu_time:
             cells["GPU time"] = format_seconds(row.device_s)
-        if memory:
+        if memory and not about_memory:
             cells["peak memory"] = format_bytes(row.peak_bytes)
         cells.update({k: str(v) for k, v in row.extra.items()})
-        cells["verdict"] = verdict.text if compact else str(verdict)
+        verdict = time_verdict(result, row)
+        cells["verdict"] = (_memory_brief(result, row) if about_memory else verdict.text if compact
+                            else str(verdict))
         rows.append(cells)
     return rows
+
+
+def _memory_brief(result: Comparison, row: Timing) -> str:
+    """The memory verdict in a few words, for a memory tip's table."""
+    verdict = memory_verdict(result, row)
+    if verdict is None:
+        return "baseline" if row is result.baseline else "-"
+    if verdict.kind == "same memory":
+        return "same peak"
+    if not result.baseline.peak_bytes:
+        return "more memory"
+    return f"{row.peak_bytes / result.baseline.peak_bytes:.0%} of the baseline's peak"
 
 
 def reference_table(result: Comparison) -> str:
@@ -181,14 +255,17 @@ def reference_table(result: Comparison) -> str:
     return html_table(rows, caption=f"{result.tip}: this run beside the reference runs")
 
 
-def reference_lines(demo: Demo, label: str, named: bool = False) -> list[str]:
+def reference_lines(demo: Demo, label: str, named: bool = False, here: str | None = None) -> list[str]:
     """What the newest reference run on each device measured for the variant ``label`` (the
-    details list every run); ``named``: say which variant (where no table names it)."""
+    details list every run); ``named``: say which variant (where no table names it). With ``here``,
+    this run's verdict kind: only the runs whose verdict differs (the ones that agree add nothing
+    to the card: they go to its details)."""
     newest = {}
     for run, ref in sorted(references.matching(demo), key=lambda found: (found[0].manifest.get("date", ""), found[0].name)):
         newest[ref.device_name] = (run, ref)
     return [f"On {_where(run, ref)}: {f'{label}, ' if named else ''}{_speed(ref, ref.row(label), short=True)}."
-            for run, ref in newest.values()]
+            for run, ref in newest.values()
+            if here is None or time_verdict(ref, ref.row(label)).kind != here]
 
 
 def _where(run, ref: Comparison) -> str:
@@ -220,7 +297,8 @@ def details_html(summary: str, body: str) -> str:
 
 def card_html(title: str, head: str, lines: list[str], table: str, visible: str = "", details: str = "") -> str:
     """The card: a bold title and headline, the explanation, the table, a figure, the folded rest."""
-    top = f"<p><b>{html.escape(title)}</b> · {html.escape(head)}</p>" if head else f"<p><b>{html.escape(title)}</b></p>"
+    top = (f'<p><b>{html.escape(title)}</b> · <span class="{HEADLINE}">{html.escape(head)}</span></p>' if head
+           else f"<p><b>{html.escape(title)}</b></p>")
     return (f'<div class="{CARD}">{top}{_paragraphs(lines)}{table}{visible}'
             f"{details_html(DETAILS, details) if details else ''}</div>")
 
@@ -276,16 +354,23 @@ class Result(Comparison):
         return table_rows(self, compact)
 
     def details(self, with_references: bool = True) -> str:
-        return (html_table(table_rows(self), caption=caption(self)) + _paragraphs([footnote(self)], small=True)
+        """The folded rest: the full table, how it was measured, every variant's verdict, the GPU-time
+        caveat, the sources' claims, the reference runs and the bar chart."""
+        notes = [footnote(self), gpu_above_wall(self)]
+        return (html_table(table_rows(self), caption=caption(self)) + _paragraphs(notes, small=True)
                 + _paragraphs(self.summary().splitlines() + claim_lines(self), small=True)
                 + (reference_table(self) if with_references else "")
                 + plots.figure_html(plots.comparison_figure(self), "bars"))
 
+    def references_differing(self) -> list[str]:
+        """The newest reference runs whose verdict on the featured variant differs from this run's."""
+        row = self.featured()
+        return reference_lines(self.demo, row.label, here=time_verdict(self, row).kind)
+
     def to_html(self, stored: bool = False) -> str:
         """The card. ``stored``: a reference run's comparison, shown with its numbers only (no
         explanation: older runs recorded no facts; no references: it is one)."""
-        lines = ([gpu_above_wall(self)] if stored
-                 else self.explanation() + reference_lines(self.demo, self.featured().label))
+        lines = [] if stored else self.explanation() + self.references_differing()
         return card_html(f"{self.tip} · {self.title}", self.headline(), lines,
                          html_table(table_rows(self, compact=True)), details=self.details(not stored))
 
@@ -298,8 +383,7 @@ class Result(Comparison):
 
     def __repr__(self) -> str:
         return "\n".join([f"{self.tip} · {self.title}: {self.headline()}", *self.explanation(),
-                          *reference_lines(self.demo, self.featured().label),
-                          text_table(table_rows(self, compact=True))])
+                          *self.references_differing(), text_table(table_rows(self, compact=True))])
 
 
 def _brief(result: Comparison) -> str:
@@ -321,10 +405,13 @@ class SweepResult(Sweep):
         return self.comparisons[-1]
 
     def headline(self) -> str:
-        first = self.comparisons[0]
-        base, row = first.baseline.label, first.featured().label
+        """The verdict at every point or, where that is too long, at the two ends of the sweep."""
+        first, last = self.comparisons[0], self.comparisons[-1]
+        base, row, on = first.baseline.label, first.featured().label, f" on {first.device_name}"
         points = ", ".join(f"{_brief(c)} at {v}" for v, c in zip(self.values, self.comparisons))
-        return f"{row} against {base} on {first.device_name}, by {self.over}: {points}."
+        ends = f"{_brief(first)} at {self.over} {self.values[0]}, {_brief(last)} at {self.values[-1]}"
+        return fitted([f"{row} against {base}{on}, by {self.over}: {points}.", f"{row}{on}, by {self.over}: {points}.",
+                       f"{row}{on}: {ends}.", f"{row}: {ends}."])
 
     def table_rows(self) -> list[dict[str, str]]:
         rows = []
@@ -341,7 +428,8 @@ class SweepResult(Sweep):
         return explanation(self.last, {self.over: self.values[-1]})
 
     def to_html(self) -> str:
-        details = _paragraphs([footnote(self.last)] + claim_lines(self.last), small=True)
+        caveats = [gpu_above_wall(c, f"at {self.over} {v}") for v, c in zip(self.values, self.comparisons)]
+        details = _paragraphs([footnote(self.last), *caveats] + claim_lines(self.last), small=True)
         return card_html(f"{self.tip} · {self.title}", self.headline(), self.explanation(),
                          html_table(self.table_rows()), plots.figure_html(plots.sweep_figure(self), "sweep"), details)
 

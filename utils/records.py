@@ -59,6 +59,7 @@ class Record:
     facts: dict = field(default_factory=dict)  # further figures its explanations quote, as text
     variant_device: str = ""              # where this variant ran ("cpu" beside GPU variants); "" = ``device``
     variant_device_name: str = ""         # that device in words; "" = ``device_name``
+    metric: str = ""                      # what the tip is about: "" = time, "memory", or an ``extra`` column
 
     @property
     def runs_on(self) -> str:

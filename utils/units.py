@@ -5,6 +5,9 @@ Two or three significant figures: a learner reads "595x", not "594.79x".
 from __future__ import annotations
 
 import math
+import re
+
+_SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)%])\.(?:\s|$)")  # "1.47x" and "loss.item()" do not end one
 
 
 def format_seconds(seconds: float | None) -> str:
@@ -53,3 +56,8 @@ def format_number(value: float) -> str:
 def format_sizes(sizes: dict) -> str:
     """{'n': 2048, 'dtype': 'float32'} -> 'n=2048, dtype=float32'."""
     return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def first_sentence_words(text: str) -> int:
+    """Words (whitespace-separated) of ``text`` up to its first full stop: a headline's length."""
+    return len(_SENTENCE_END.split(text.strip(), maxsplit=1)[0].split())

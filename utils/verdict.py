@@ -164,16 +164,17 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def gpu_above_wall(result: Comparison) -> str:
-    """Why some rows show more GPU time than wall time ('' if none does): the profiler's figure
-    sums kernels and copies that may have run side by side, in calls apart from the timed ones."""
+def gpu_above_wall(result: Comparison, where: str = "") -> str:
+    """Why some rows show more GPU time than wall time ('' if none does): the GPU time comes from
+    other calls than the timed ones, run under the profiler, and it sums kernels and copies that may
+    have run side by side. ``where``: the sweep point, in words."""
     over = [r for r in result.rows if _gpu_timed(result, r) and r.device_s > (1 + SAME_TIME) * r.median]
     if not over:
         return ""
     rows = "; ".join(f"{r.label}: {_s(r.device_s)} of GPU work in {_s(r.median)}" for r in over)
-    return (f"More GPU time than wall time ({rows}): the profiler sums every kernel and copy, so work that "
-            f"overlapped (a copy beside a kernel, two streams) counts twice, and it profiles separate calls, "
-            f"which can run slower under it.")
+    return (f"More GPU time than wall time{f' {where}' if where else ''} ({rows}): GPU time comes from separate "
+            f"calls run under the profiler, which can run slower than the timed ones, and it counts kernels and "
+            f"copies that overlap each in full.")
 
 
 def memory_verdict(result: Comparison, row: Timing) -> Verdict | None:

@@ -10,7 +10,9 @@ toolkit picks the sentence from the measurement (``utils.present``) and fills in
     cpu.note = "On a GPU the baseline also pays a host-to-device copy of the whole tensor."
 
 Device kinds: ``cpu``, ``gpu`` (CUDA or MPS), ``any``. Outcomes: ``faster``, ``slower``,
-``same`` (no clear difference), ``launch_bound``, ``one_round``, ``otherwise`` (any outcome
+``same`` (no clear difference), ``launch_bound``, ``one_round``; for a comparison about memory
+(``bench.compare(..., metric="memory")``) ``less_memory``, ``more_memory`` and ``same_memory``
+instead; ``otherwise`` (any outcome
 without a sentence of its own), ``note``, shown whatever the measured outcome, and
 ``unmeasured``: what a demo this device cannot run would show (``bench.compare(..., needs="cuda")``),
 shown alone. The device's own
@@ -26,10 +28,12 @@ from pathlib import Path
 
 FOLDER = Path(__file__).with_name("why")
 DEVICES = ("cpu", "gpu", "any")
-OUTCOMES = ("faster", "slower", "same", "launch_bound", "one_round", "otherwise", "note", "unmeasured")
+OUTCOMES = ("faster", "slower", "same", "launch_bound", "one_round", "less_memory", "more_memory", "same_memory",
+            "otherwise", "note", "unmeasured")
 # utils.verdict's kinds, as the tables spell them
 OUTCOME_OF_KIND = {"faster": "faster", "slower": "slower", "no clear difference": "same",
-                   "launch-bound": "launch_bound", "one round": "one_round", "unmeasured": "unmeasured"}
+                   "launch-bound": "launch_bound", "one round": "one_round", "unmeasured": "unmeasured",
+                   "less memory": "less_memory", "more memory": "more_memory", "same memory": "same_memory"}
 
 
 def load(folder: Path | None = None) -> dict[str, dict[str, dict[str, str]]]:
