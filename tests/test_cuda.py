@@ -124,6 +124,21 @@ def test_a_notebook_run_on_cuda_records_gpu_measurements_and_the_gpu_only_tips(t
     assert check_records([source], records, "cuda") == []
 
 
+def test_a_timeline_agrees_with_its_cards_median(quick_bench, x):
+    """The drawn call is a typical one: no profiler start-up (a slow first kernel) inside it. The loop
+    starts with a fresh allocation, as T020's does, where the start-up used to show."""
+    def loop():
+        total = torch.zeros((), device="cuda")
+        for _ in range(4):
+            total += (x @ x).sum()
+        return total.item()
+    card = bench.compare("T900", ("loop", loop), ("again", loop), device="cuda", record=False)
+    shown = bench.timeline("T900", ("loop", loop), title="t", device="cuda")
+    span = max(s.end for s in shown.spans) - min(s.start for s in shown.spans)
+    row = card.baseline
+    assert abs(span - row.median) <= max(row.iqr, 0.02 * row.median), (span, row)
+
+
 def test_a_cpu_row_beside_gpu_rows_is_recorded_on_the_gpu_with_its_own_device(quick_bench, x, records_file):
     """T105's card: the GPU's rows and this machine's CPU measured side by side (issue 19)."""
     from utils import records

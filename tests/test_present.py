@@ -1,11 +1,12 @@
 """The recipe card: a generated headline, the outcome's explanation, a compact table, the rest folded."""
 import html
 import re
+import time
 
 import pytest
 import torch
 
-from utils import bench, lesson_shape, present, why
+from utils import bench, lesson_shape, present, trace, why
 from utils.units import first_sentence_words
 from utils.comparison import Demo, Sweep, Timing
 from utils.present import Result, SweepResult, Unmeasured
@@ -193,6 +194,20 @@ def test_a_sweep_shows_its_ratios_by_size_and_draws_curves(tables, quick_bench):
     assert sweep.headline().startswith("sum once on CPU") and "at 1000" in sweep.headline()
     page = sweep._repr_html_()
     assert 'data-plot="sweep"' in page and "Melem/s" in page
+
+
+def test_a_timeline_draws_a_typical_call_not_an_outlier():
+    x, calls = torch.rand(64, 64), []
+
+    def sometimes_slow():        # calls 3 and 6 sleep: 2 of the 5 profiled ones (1: warm-up, 2: profiled warm-up)
+        calls.append(None)
+        if len(calls) % 3 == 0:
+            with torch.profiler.record_function("slow"):
+                time.sleep(0.05)
+        return x @ x
+    shown = bench.timeline("T900", ("v", sometimes_slow), title="t", device="cpu")
+    assert len(calls) == 2 + trace.CALLS
+    assert "slow" not in {s.name for s in shown.spans} and max(s.end for s in shown.spans) < 0.05
 
 
 def test_a_timeline_has_a_cpu_lane_for_each_variant(quick_bench):

@@ -3,6 +3,10 @@
 CPU lane: the outermost events of the calling thread, named by their ``record_function`` label
 or, for a bare PyTorch op, by the op ("aten::item" is where Python waits for a GPU). GPU lanes,
 one per CUDA stream: kernels, copies and memsets. Times are seconds from the call's first event.
+
+The drawn call is a typical one: the profiler runs a warm-up step first (the first kernel of a
+profiling session pays for the profiler's own start-up, which would sit inside the picture), then
+``CALLS`` calls, and the timeline shows the call whose span is their median.
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import warnings
 from typing import Callable
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from .comparison import Span
 from .device import synchronize
@@ -19,6 +23,8 @@ from .device import synchronize
 WAITS = {"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::nonzero", "aten::equal",
          "cudaStreamSynchronize", "cudaDeviceSynchronize"}
 MAX_NAMES = 6  # distinct CPU span names kept; the rest become "other torch ops"
+CALLS = 5      # profiled calls of a variant; its timeline draws the one with the median span
+CALL = "course: one call"  # the label around each profiled call (not drawn)
 # Besides kernels, copies and memsets, the profiler's GPU lane carries a copy of every
 # record_function label and ProfilerStep#N ("gpu_user_annotation", spanning the kernels launched
 # inside them), stream and event syncs ("cuda_sync": waiting) and "[memory]" records: none is work.
@@ -45,26 +51,41 @@ def _called(event, method: str):
 
 
 def spans(label: str, fn: Callable[[], object], device: torch.device) -> list[Span]:
-    """A warm-up call, then a profiled call of ``fn``: its CPU and GPU spans, labelled ``label``."""
+    """The CPU and GPU spans of a typical call of ``fn``, labelled ``label``: after a warm-up call
+    and a profiled warm-up step, the median-length call of ``CALLS`` profiled ones."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     fn()
     synchronize(device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. CUPTI notices: they cannot change what ran
-        for _ in range(2):  # the first profiled call of a process also times the profiler's start-up
-            with profile(activities=activities) as prof:    # raw events only: no acc_events parsing
-                fn()
-                synchronize(device)
-        events = list(prof.profiler.kineto_results.events())
-    cpu = _outermost([e for e in events if e.device_type() == torch.autograd.DeviceType.CPU])
-    gpu = [e for e in events if kineto_gpu_work(e)]
+        events = []   # kineto's raw events, taken when the active steps end (no acc_events parsing)
+        with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=CALLS),
+                     on_trace_ready=lambda done: events.extend(done.profiler.kineto_results.events())) as prof:
+            for _ in range(1 + CALLS):
+                with record_function(CALL):
+                    fn()
+                    synchronize(device)
+                prof.step()
+    calls = [_one_call(label, events, marker) for marker in sorted(
+        (e for e in events if e.name() == CALL and e.device_type() == torch.autograd.DeviceType.CPU),
+        key=lambda e: e.start_ns())]
+    calls = sorted((found for found in calls if found), key=lambda found: max(s.end for s in found))
+    return _fewer_names(calls[len(calls) // 2]) if calls else []
+
+
+def _one_call(label: str, events: list, marker) -> list[Span]:
+    """The spans of the call inside ``marker`` (its ``record_function`` range), from its first event."""
+    inside = [e for e in events if marker.start_ns() <= e.start_ns() <= marker.end_ns() and e is not marker
+              and e.name() != CALL and not e.name().startswith("ProfilerStep#")]
+    cpu = _outermost([e for e in inside if e.device_type() == torch.autograd.DeviceType.CPU])
+    gpu = [e for e in inside if kineto_gpu_work(e)]
     if not cpu and not gpu:
         return []
     start = min(e.start_ns() for e in cpu + gpu)
     found = [Span(label, "CPU", _cpu_name(e), (e.start_ns() - start) / 1e9, (e.end_ns() - start) / 1e9) for e in cpu]
     found += [Span(label, f"GPU stream {e.device_resource_id()}", _gpu_name(e.name()),
                    (e.start_ns() - start) / 1e9, (e.end_ns() - start) / 1e9) for e in gpu]
-    return _fewer_names(found)
+    return found
 
 
 def _outermost(events: list) -> list:
