@@ -1,8 +1,10 @@
 """utils.tables: plain tables, and attempt(), a demo's one-line account of what a call does."""
 import warnings
 
+import pytest
 import torch
 
+from utils import lesson_shape
 from utils.tables import Table, attempt
 
 
@@ -45,3 +47,13 @@ def test_a_table_renders_as_html_and_text():
     table = Table({"a": 1, "b <c>": "x"}, caption="cap")
     assert "<caption>cap</caption>" in table._repr_html_() and "b &lt;c&gt;" in table._repr_html_()
     assert repr(table).splitlines()[:3] == ["cap", "name   value", "a      1    "]
+
+
+def test_a_folded_table_shows_its_caption_and_opens_on_a_click():
+    page = Table([{"op": "aten::mm", "time": "1 ms"}], caption="the full profile", folded=True)._repr_html_()
+    assert page.startswith("<details><summary>the full profile</summary><table>") and "aten::mm" in page
+    parser = lesson_shape._VisibleText()
+    parser.feed(page)
+    assert parser.words == ["the", "full", "profile"] and parser.table_widths == []  # a folded table is not seen
+    with pytest.raises(ValueError, match="needs a caption"):
+        Table([{"a": 1}], folded=True)

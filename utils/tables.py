@@ -40,15 +40,22 @@ def text_table(rows: list[dict[str, str]]) -> str:
 
 
 class Table:
-    """Rows of plain values that render as an HTML table in Jupyter and as text elsewhere."""
+    """Rows of plain values that render as an HTML table in Jupyter and as text elsewhere.
+    ``folded=True``: in Jupyter only the caption shows, and the table opens on a click (reference
+    material beside a lesson: a long list, a full profile)."""
 
-    def __init__(self, rows: list[dict] | dict, caption: str = ""):
+    def __init__(self, rows: list[dict] | dict, caption: str = "", folded: bool = False):
         if isinstance(rows, dict):
             rows = [{"name": k, "value": v} for k, v in rows.items()]
+        if folded and not caption:
+            raise ValueError("a folded table needs a caption: it is all the reader sees before opening it")
         self.rows = [{k: str(v) for k, v in row.items()} for row in rows]
         self.caption = caption
+        self.folded = folded
 
     def _repr_html_(self) -> str:
+        if self.folded:
+            return f"<details><summary>{html.escape(self.caption)}</summary>{html_table(self.rows)}</details>"
         return html_table(self.rows, self.caption)
 
     def __repr__(self) -> str:
