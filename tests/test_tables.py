@@ -57,3 +57,14 @@ def test_a_folded_table_shows_its_caption_and_opens_on_a_click():
     assert parser.words == ["the", "full", "profile"] and parser.table_widths == []  # a folded table is not seen
     with pytest.raises(ValueError, match="needs a caption"):
         Table([{"a": 1}], folded=True)
+
+
+def test_long_cells_wrap_so_a_table_stays_narrow():
+    message = "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces)"
+    table = Table({"x_cl.view(2, -1) on a channels_last tensor": message}, caption="c")
+    text = repr(table).splitlines()
+    assert max(map(len, text)) <= 100 and len(text) > 3
+    assert " ".join(" ".join(text[2:]).split()).endswith("two contiguous subspaces)")  # every word kept, in order
+    parser = lesson_shape._VisibleText()
+    parser.feed(table._repr_html_())
+    assert parser.table_widths == [max(map(len, text[1:]))] and parser.table_widths[0] <= 100

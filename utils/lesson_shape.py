@@ -189,6 +189,8 @@ class _VisibleText(html.parser.HTMLParser):
             self._table.append([])
         elif self._table is not None and tag in ("td", "th") and self._table:
             self._table[-1].append("")
+        elif self._table and self._table[-1] and tag == "br":
+            self._table[-1][-1] += "\n"
 
     def handle_endtag(self, tag):
         if tag in ("details", "style", "script"):
@@ -215,9 +217,10 @@ class _VisibleText(html.parser.HTMLParser):
 
 def table_width(rows: list[list[str]]) -> int:
     """Characters a table takes as ``utils.tables.text_table`` lays it out: each column as wide as
-    its widest cell, two spaces between columns."""
+    the widest line of its cells (a cell wraps at ``<br>``), two spaces between columns."""
     columns = max((len(row) for row in rows), default=0)
-    widths = [max((len(row[i]) for row in rows if i < len(row)), default=0) for i in range(columns)]
+    widths = [max((len(line) for row in rows if i < len(row) for line in row[i].split("\n")), default=0)
+              for i in range(columns)]
     return sum(widths) + 2 * max(columns - 1, 0)
 
 

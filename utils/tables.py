@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 import warnings
 from typing import Callable
 
@@ -20,22 +21,41 @@ section { border-top: 1px solid #ddd; margin-top: 1.5em; }
 """
 
 
+# A cell wraps at word boundaries past these widths (characters), so that a table stays within about
+# 100 characters: a long error message or label becomes a few lines instead of a wide column.
+CELL_WRAP = 40
+HEAD_WRAP = 20
+
+
+def _lines(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def html_table(rows: list[dict[str, str]], caption: str = "") -> str:
-    """A plain HTML table; the column set is the union of the rows' keys, in first-seen order."""
+    """A plain HTML table; the column set is the union of the rows' keys, in first-seen order. Long
+    cells wrap (``CELL_WRAP``, ``HEAD_WRAP`` for the header) with ``<br>``."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+
+    def cell(text: str, width: int) -> str:
+        return "<br>".join(html.escape(line) for line in _lines(str(text), width))
+    head = "".join(f"<th>{cell(c, HEAD_WRAP)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(row.get(c, '')))}</td>" for c in columns) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{cell(row.get(c, ''), CELL_WRAP)}</td>" for c in columns) + "</tr>" for row in rows
     )
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def text_table(rows: list[dict[str, str]]) -> str:
+    """The same table as text: columns padded to their widest line, long cells wrapped as in HTML."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
-    widths = [max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)) for r in rows]
+    grid = [[_lines(c, HEAD_WRAP) for c in columns]]
+    grid += [[_lines(str(r.get(c, "")), CELL_WRAP) for c in columns] for r in rows]
+    widths = [max(len(line) for row in grid for line in row[i]) for i in range(len(columns))]
+    lines = []
+    for row in grid:
+        for k in range(max(len(cell) for cell in row)):
+            lines.append("  ".join((cell[k] if k < len(cell) else "").ljust(w) for cell, w in zip(row, widths)))
     return "\n".join(lines)
 
 
