@@ -241,9 +241,13 @@ def usable_cpus() -> int:
 def first_batch_seconds(dataset: Dataset, context: str, batch_size: int = 4) -> str:
     """One timed run: ``iter(loader)`` until the first batch, one worker started with ``context``
     ("fork", "spawn", "forkserver"); the worker stops again afterwards. A single run: an order of
-    magnitude, not a median."""
+    magnitude, not a median. In QUICK mode only ``fork`` is timed: the others take seconds."""
+    from .bench import is_quick
+
     if context not in multiprocessing.get_all_start_methods():
         return f"{context} does not exist here"
+    if context != "fork" and is_quick():
+        return "not timed in QUICK mode"
     loader = DataLoader(dataset, batch_size=batch_size, num_workers=1, multiprocessing_context=context)
     start = time.perf_counter()
     next(iter(loader))

@@ -256,10 +256,14 @@ def tradeoff_figure(result: Comparison):
 # ---------------------------------------------------------------- after Exercise 2: √n checkpointing
 
 def segment_curves(checkpoint_segments: Callable, depths: tuple[int, ...], batch: int, width: int,
-                   device: torch.device, quick: bool) -> dict[int, dict]:
+                   device: torch.device, quick: bool | None = None) -> dict[int, dict]:
     """For each depth n: the peak memory of one training step of an n-block MLP, plain and with
-    ``checkpoint_segments`` at several segment sizes (QUICK: 1, 2, √n and n only), and k, the
-    activations one block keeps, measured from the plain step (in units of one batch x width tensor)."""
+    ``checkpoint_segments`` at several segment sizes (QUICK: 1, 2, √n and n only; ``quick=None``
+    follows the course's mode, ``bench.is_quick()``), and k, the activations one block keeps,
+    measured from the plain step (in units of one batch x width tensor)."""
+    if quick is None:
+        from .bench import is_quick
+        quick = is_quick()
     activation = batch * width * 4
     curves = {}
     for n in depths:
