@@ -23,7 +23,7 @@ import torch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from packaging.requirements import Requirement
 
-from .bench import one_call
+from .bench import is_quick, one_call
 from .device import synchronize
 from .tables import Table
 from .units import format_number, format_ratio, format_seconds
@@ -83,11 +83,14 @@ CHILDREN = {"before": "sets it before import torch",
             "nvml": "as after, with PYTORCH_NVML_BASED_CUDA_CHECK=1"}
 
 
-def visibility_children(run: bool = True, timeout: float = 120) -> Table:
+def visibility_children(run: bool | None = None, timeout: float = 120) -> Table:
     """Run the three T003 children side by side (fresh Pythons, so this kernel's CUDA state cannot
     leak in): one row each, with what is_available() and device_count() said and whether a tensor
-    could be created on cuda. ``run=False`` (QUICK mode without a usable GPU, where every child fails
-    alike) lists them without starting them: three torch imports cost seconds on a small CPU."""
+    could be created on cuda. ``run=False`` lists them without starting them: three torch imports
+    cost seconds on a small CPU. By default (``None``) they run unless the notebook is in QUICK mode
+    without a usable GPU, where every child fails alike."""
+    if run is None:
+        run = torch.cuda.is_available() or not is_quick()
     caption = 'Three processes, each ending with CUDA_VISIBLE_DEVICES="" before it creates a CUDA tensor'
     if not run:
         return Table([{"child": when, "what it does": what, "tensor on cuda": "not run"}
@@ -117,10 +120,18 @@ def visibility_children(run: bool = True, timeout: float = 120) -> Table:
 
 # ---------------------------------------------------------------- T005
 
-def single_runs(fn: Callable[[], object], device: torch.device, repeats: int) -> np.ndarray:
+def single_runs(fn: Callable[[], object], device: torch.device, repeats: int | None = None) -> np.ndarray:
     """Seconds of ``repeats`` single calls, each timed honestly but alone (``bench.one_call``:
-    synchronize, read ``time.perf_counter()``, call, synchronize, read it again)."""
+    synchronize, read ``time.perf_counter()``, call, synchronize, read it again). By default 300
+    calls, 100 in QUICK mode (on every device: QUICK shortens timings)."""
+    if repeats is None:
+        repeats = 100 if is_quick() else 300
     return np.array([one_call(fn, device) for _ in range(repeats)])
+
+
+def timer_seconds() -> float:
+    """The ``min_run_time`` of T005's ``Timer.blocked_autorange``: 1 s, 0.2 s in QUICK mode."""
+    return 0.2 if is_quick() else 1.0
 
 
 def ratio_range(ratios: list[float]) -> str:
