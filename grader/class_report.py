@@ -11,7 +11,10 @@ by its reason. Written to the output folder:
 - ``class_report.html``: for each tip and comparison, each device model's median speed-up across
   the learners who measured it, the middle half of their speed-ups and how many they were, beside
   the course's reference runs and the sources' claims, with a plot across devices; the devices the
-  class used and each notebook's QUICK and full runs; the rejected records. No student id on it.
+  class used and each notebook's QUICK and full runs; the rejected records. No student id on it,
+  and no figure of fewer than ``MIN_LEARNERS`` learners (``--min-learners``): a device model one
+  learner used would show that learner's figures to anyone who knows whose device it is. Such a
+  row says how many learners measured it, and nothing more.
 - ``students.html``: for the instructor, each learner's submissions with their devices and runs.
 - ``class_records.csv``: every accepted record, one row each, with its student and assignment.
 
@@ -46,6 +49,7 @@ MAX_ROWS_PLOTTED = 24  # variants (and sweep points) in one plot: its first
 MAX_PLOTS = 200        # plots on the page: of the comparisons most learners measured (a notebook may hold
                        # thousands of made-up comparisons; the course has about 100)
 PARALLEL_FROM = 64     # submissions: fewer are read in this process
+MIN_LEARNERS = 3       # a figure on the class page aggregates at least this many learners
 CSV_FIELDS = ("student", "assignment", "tip", "title", "comparison", "variant", "role", "device", "device_name",
               "variant_device", "variant_device_name", "quick", "torch", "median_s", "q1_s", "q3_s", "iqr_s",
               "runs", "speedup", "peak_bytes", "device_s", "sizes", "notebook")
@@ -225,10 +229,22 @@ def _assessed(claim: claims.Claim, comparisons: list[Comparison], ledger: list[c
 
 # ---------------------------------------------------------------- the pages
 
-def _demo_html(demo: Demo, index: int, ledger: list[claims.Claim], plot: bool = True) -> str:
+def _withheld(device: Device, variant: str, learners: int, least: int) -> dict:
+    return {"device": device[0], "mode": "QUICK" if device[1] else "full", "variant": variant, "learners": learners,
+            "median speed-up": f"not shown: fewer than {least} learners"}
+
+
+def _demo_html(demo: Demo, index: int, ledger: list[claims.Claim], plot: bool = True,
+               least: int = MIN_LEARNERS) -> str:
     refs, swept, rows, series = matched_references(demo), demo.swept(), [], {}
     for device in demo.devices():
+        if len(demo.learners[device]) < least:   # a device model too few learners used: a count, no figures
+            rows.append(_withheld(device, "every variant", len(demo.learners[device]), least))
+            continue
         for label, values in demo.speedups(device, swept).items():
+            if len(values) < least:
+                rows.append(_withheld(device, label, len(values), least))
+                continue
             spread = Spread.of(values)
             rows.append({"device": device[0], "mode": "QUICK" if device[1] else "full", "variant": label,
                          "learners": spread.n, "median speed-up": format_ratio(spread.median),
@@ -250,7 +266,7 @@ def _demo_html(demo: Demo, index: int, ledger: list[claims.Claim], plot: bool = 
              f'{html.escape(demo.title)}</h3>',
              html_table(rows, caption=f"Speed-up over {demo.baseline()}, by device: the median learner's, the middle "
                                       "half and the range of the learners'; the course's reference runs below"),
-             _claims_html(demo, refs, ledger)]
+             _claims_html(demo, refs, ledger, least)]
     if not plot:
         parts.append(f"<p>Not plotted: the page plots the {MAX_PLOTS} comparisons most learners measured.</p>")
     elif series or reference_series:
@@ -259,13 +275,16 @@ def _demo_html(demo: Demo, index: int, ledger: list[claims.Claim], plot: bool = 
     return "".join(parts) + "</section>"
 
 
-def _claims_html(demo: Demo, refs: list, ledger: list[claims.Claim]) -> str:
+def _claims_html(demo: Demo, refs: list, ledger: list[claims.Claim], least: int = MIN_LEARNERS) -> str:
     rows = []
     for claim in ledger:
         if (claim.measure.get("tip"), claim.measure.get("title")) != (demo.tip, demo.title):
             continue
         verdicts = []
         for device in demo.devices():
+            if len(demo.learners[device]) < least:
+                verdicts.append(f"{_device(device)}: {len(demo.learners[device])} learner(s), not shown")
+                continue
             counts = Counter(_assessed(claim, list(mine.values()), ledger) for mine in demo.learners[device].values())
             verdicts.append(f"{_device(device)}: " + ", ".join(f"{k} {n}" for k, n in counts.most_common())
                             + f" (of {sum(counts.values())} learners)")
@@ -309,15 +328,17 @@ def _page(title: str, parts: list[str]) -> str:
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>")
 
 
-def report_page(subs: list[Submission]) -> str:
-    """The class page: aggregates only, no student id."""
+def report_page(subs: list[Submission], least: int = MIN_LEARNERS) -> str:
+    """The class page: aggregates of at least ``least`` learners only, no student id."""
+    if least < 1:
+        raise ValueError(f"the class page needs at least 1 learner per figure, got {least}")
     students = {s.student for s in subs}
     found = demos(subs)
     parts = [f"<h1>The class's measurements</h1><p>{len(subs)} submission(s) from {len(students)} learner(s); "
              f"{sum(len(s.records) for s in subs)} record(s) accepted from {sum(bool(s.records) for s in subs)} "
              f"submission(s), {len(found)} comparison(s). Every figure was measured by a learner's notebook or by "
              "a named reference run of the course; records are the learners' own data, checked for consistency "
-             "but not for honesty.</p>"]
+             f"but not for honesty. A figure is shown only where at least {least} learner(s) measured it.</p>"]
     if not subs:
         parts.append("<p class='failed'>The gradebook lists no submissions: nothing to report.</p>")
     parts.append(_inventory(subs))
@@ -332,7 +353,7 @@ def report_page(subs: list[Submission]) -> str:
     ledger = claims.load()
     measured_by = {id(d): len({s for by in d.learners.values() for s in by}) for d in found}
     plotted = {id(d) for d in sorted(found, key=lambda d: -measured_by[id(d)])[:MAX_PLOTS]}
-    parts += [_demo_html(demo, i, ledger, id(demo) in plotted) for i, demo in enumerate(found)]
+    parts += [_demo_html(demo, i, ledger, id(demo) in plotted, least) for i, demo in enumerate(found)]
     return _page("Class device report", parts)
 
 
@@ -367,10 +388,12 @@ def write_csv(subs: list[Submission], path: Path) -> None:
                 writer.writerow({k: _cell(row[k]) for k in CSV_FIELDS})
 
 
-def write(subs: list[Submission], out: Path) -> list[Path]:
-    """The two pages and the CSV, in ``out``; returns their paths."""
+def write(subs: list[Submission], out: Path, least: int = MIN_LEARNERS) -> list[Path]:
+    """The two pages and the CSV, in ``out``; returns their paths. ``least``: the fewest learners a
+    figure of the class page aggregates (the learners' page and the CSV keep every record)."""
+    page = report_page(subs, least)
     out.mkdir(parents=True, exist_ok=True)
-    (out / PAGE).write_text(report_page(subs), encoding="utf-8")
+    (out / PAGE).write_text(page, encoding="utf-8")
     (out / STUDENTS).write_text(students_page(subs), encoding="utf-8")
     write_csv(subs, out / CSV)
     return [out / PAGE, out / STUDENTS, out / CSV]

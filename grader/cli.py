@@ -25,6 +25,16 @@ def _shard(value: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of learners, 1 or more")
+    return number
+
+
 MAX_DEADLINE_S = 3600
 
 
@@ -172,7 +182,7 @@ def cmd_class_report(args) -> int:
     _require_gradebook(args.course)
     subs = class_report.gather(args.course, args.workers, tuple(args.also_from or ()))
     out = args.out or args.course_dir / "class_report"
-    written = class_report.write(subs, out)
+    written = class_report.write(subs, out, args.min_learners)
     rejected = class_report.rejections(subs)
     print(f"{len(subs)} submission(s), {sum(len(s.records) for s in subs)} record(s) accepted"
           + (f", left out: {', '.join(f'{k} {n}' for k, n in sorted(rejected.items()))}" if rejected else "")
@@ -237,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a sharded class: another shard's course directory, where the notebooks of the submissions "
                         "it graded are (repeat for each; the gradebook is --db-url's)")
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8), help="processes reading notebooks")
+    p.add_argument("--min-learners", type=_at_least_one, default=3, metavar="N",
+                   help="show a device model's figures on the class page only where at least N learners measured "
+                        "them (default 3: one learner's figures are theirs); the learners' page and the CSV keep all")
     p.set_defaults(func=cmd_class_report)
     return parser
 

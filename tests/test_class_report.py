@@ -102,12 +102,13 @@ def test_the_page_shows_aggregates_without_student_ids_and_the_learners_page_nam
     assert not [s for s in (*CLASS, "stu_broken", "stu_ghost") if s in text]
     for cells in ([H100, "full", "vectorized", "3", "4.00x", "3.00x to 6.00x", "2.00x to 8.00x"],
                   [T4, "QUICK", "vectorized", "3", "2.50x", "2.00x to 2.75x", "1.50x to 3.00x"],
-                  [CPU, "QUICK", "vectorized", "2", "0.38x", "0.31x to 0.44x", "0.25x to 0.50x"],
+                  [CPU, "QUICK", "every variant", "2", "not shown: fewer than 3 learners"],
+                  [H100, "full", "chunked", "1", "not shown: fewer than 3 learners"],
                   ["GPU (cuda)", H100, "3"], ["GPU (cuda)", T4, "3"], ["CPU", CPU, "2"],
                   [AID, "5", "3", "0", "1", "1"], [OTHER, "0", "0", "0", "1", "0"],
                   ["speed-up contradicts medians", "1"], ["unknown tip", "2"], [class_report.MISSING, "1"]):
         assert "<tr>" + "".join(f"<td>{c}</td>" for c in cells) in text, cells
-    assert text.count('data-plot="devices"') == 2
+    assert text.count('data-plot="devices"') == 1  # "formula": stu_c1's alone, so nothing to plot
     shown = learners.read_text()
     assert all(s in shown for s in (*CLASS, "stu_broken", "stu_ghost"))
     assert "<td>stu_forger</td><td>00_measure_first</td><td>submitted</td><td>NVIDIA T4</td><td>QUICK</td><td>3</td>" in shown
@@ -116,6 +117,27 @@ def test_the_page_shows_aggregates_without_student_ids_and_the_learners_page_nam
     assert len(rows) == 20 == sum(len(s.records) for s in subs)
     assert Counter(r["student"] for r in rows)["stu_a1"] == 3 and {r["tip"] for r in rows} == {"T005"}
     assert {r["variant"] for r in rows if r["title"] == "formula"} == {"loop", "'=HYPERLINK(1)"}  # text, not a formula
+
+
+def test_a_device_model_too_few_learners_used_shows_a_count_and_no_figures(synthetic, tmp_path, capsys):
+    """stu_c1 and stu_d1 alone measured on CPU: whoever knows their laptop would read their figures."""
+    _, subs = synthetic
+    hidden = class_report.report_page(subs)
+    assert "0.38x" not in hidden and "0.25x" not in hidden and "<td>chunked</td><td>1</td><td>1.50x" not in hidden
+    shown = class_report.report_page(subs, least=2)
+    assert "<td>" + "</td><td>".join([CPU, "QUICK", "vectorized", "2", "0.38x", "0.31x to 0.44x", "0.25x to 0.50x"]) \
+        in shown
+    with pytest.raises(ValueError, match="at least 1 learner"):
+        class_report.report_page(subs, least=0)
+    place, _ = synthetic
+    assert cli.main(["class-report", "--course-dir", str(place.path), "--out", str(tmp_path), "--workers", "1",
+                     "--min-learners", "1"]) == 0
+    assert "<td>chunked</td><td>1</td><td>1.50x</td>" in (tmp_path / class_report.PAGE).read_text()  # stu_a1's
+    rows = list(csv.DictReader((tmp_path / class_report.CSV).open()))
+    assert {r["student"] for r in rows if r["device_name"] == CPU} == {"stu_c1", "stu_d1"}   # the CSV keeps all
+    with pytest.raises(SystemExit):
+        cli.main(["class-report", "--course-dir", str(place.path), "--min-learners", "0"])
+    assert "is not a whole number of learners" in capsys.readouterr().err
 
 
 def test_plots_are_capped_so_made_up_comparisons_cannot_flood_the_page(synthetic, monkeypatch):
