@@ -105,6 +105,9 @@ def test_a_memory_tip_leads_with_memory_and_is_explained_by_its_memory_verdict(t
     assert c.explanation()[0] == "Less held: 24.0 MiB against 136.0 MiB."
     compact = c.table_rows(compact=True)
     assert list(compact[1])[:2] == ["variant", "peak memory"] and compact[1]["verdict"] == "18% of the baseline's peak"
+    noisy = card(timing("keep loss", 1 * MS, iqr=0.5 * MS, peak=136 * MIB),
+                 timing("loss.item()", 0.7 * MS, iqr=0.5 * MS, peak=24 * MIB), metric="memory")
+    assert noisy.headline().endswith("; time: no clear difference.")   # the overlap's ratio: in the table
     timed = card(timing("keep loss", 1 * MS, peak=136 * MIB), timing("loss.item()", 1.01 * MS, peak=24 * MIB))
     assert timed.headline().startswith("loss.item(): no clear difference")  # the default metric is time
 
@@ -203,11 +206,11 @@ def test_a_timeline_draws_a_typical_call_not_an_outlier():
         calls.append(None)
         if len(calls) % 3 == 0:
             with torch.profiler.record_function("slow"):
-                time.sleep(0.05)
+                time.sleep(0.5)
         return x @ x
     shown = bench.timeline("T900", ("v", sometimes_slow), title="t", device="cpu")
     assert len(calls) == 2 + trace.CALLS
-    assert "slow" not in {s.name for s in shown.spans} and max(s.end for s in shown.spans) < 0.05
+    assert "slow" not in {s.name for s in shown.spans} and max(s.end for s in shown.spans) < 0.25, shown.spans
 
 
 def test_a_timeline_has_a_cpu_lane_for_each_variant(quick_bench):

@@ -75,11 +75,13 @@ def _time_forms(result: Comparison, row: Timing) -> list[str]:
 
 
 def _time_brief(result: Comparison, row: Timing) -> str:
-    """The time verdict in a few words, beside another metric's headline."""
+    """The time verdict in a few words, beside another metric's headline (the table has the rest)."""
     verdict = time_verdict(result, row)
     if verdict.kind == "slower":
         return f"{format_ratio(row.median / result.baseline.median)} the time"
-    return verdict.text.split(";")[0].split(":")[0] if verdict.kind == "launch-bound" else verdict.text
+    if verdict.kind in ("launch-bound", "no clear difference"):   # "host-bound: ...", "... (1.36x, runs overlap)"
+        return verdict.text.split(";")[0].split(":")[0].split(" (")[0]
+    return verdict.text
 
 
 def _memory_forms(result: Comparison, row: Timing) -> list[str]:
