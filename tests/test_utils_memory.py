@@ -5,7 +5,7 @@ import torch
 
 from utils.comparison import Timing
 from utils.memory import CPU_METHOD, MPS_METHOD, held_memory, memory_note, peak_memory
-from utils.memory_lessons import warned
+from utils.memory_lessons import MiB as LESSON_MiB, counters_table, cuda_or_simulated, warned
 from utils.present import Result
 from utils.units import format_bytes
 
@@ -117,5 +117,23 @@ def test_warned_shows_the_warnings_a_call_gives_or_the_error_it_raises():
     def warns():
         warnings.warn("use_reentrant should be passed. It will raise. Pass it. Really")
     assert warned(warns) == "UserWarning: use_reentrant should be passed. It will raise."
+    assert warned(warns, sentences=1) == "UserWarning: use_reentrant should be passed."
     assert warned(lambda: 1) == "no warning"
     assert warned(lambda: 1 / 0) == "ZeroDivisionError: division by zero"
+
+
+def test_counters_table_reads_each_step_and_brackets_what_it_moved():
+    readings = {}
+    with cuda_or_simulated(torch.device("cpu")) as gpu:     # no CUDA here: the simulated allocator
+        readings["start"] = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+        kept = gpu.tensor(2 * LESSON_MiB)
+        readings["created"] = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+        del kept
+        readings["del"] = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+        torch.cuda.empty_cache()
+        readings["empty_cache()"] = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+    rows = counters_table(readings, gpu).rows
+    assert [r["step"] for r in rows] == ["start", "created", "del", "empty_cache()"]
+    assert rows[1]["memory_allocated"] == "2.0 MiB (+2.0 MiB)" and rows[1]["memory_reserved"] == "2.0 MiB (+2.0 MiB)"
+    assert rows[2]["memory_allocated"] == "0 B (-2.0 MiB)" and rows[2]["memory_reserved"] == "2.0 MiB"
+    assert rows[3]["memory_allocated"] == "0 B" and rows[3]["memory_reserved"] == "0 B (-2.0 MiB)"

@@ -97,15 +97,6 @@ def mlp_blocks(depth: int, width: int, device) -> nn.Sequential:
                            for _ in range(depth)]).to(device)
 
 
-def relu_mlp(layers: int, width: int, inplace: bool, device) -> nn.Sequential:
-    """``layers`` x (Linear, ReLU(inplace=inplace)), seeded: the same weights for either ``inplace``."""
-    torch.manual_seed(0)
-    modules = []
-    for _ in range(layers):
-        modules += [nn.Linear(width, width), nn.ReLU(inplace=inplace)]
-    return nn.Sequential(*modules).to(device)
-
-
 def gradients(loss: torch.Tensor, model: nn.Module) -> tuple[torch.Tensor, ...]:
     """The gradients of ``loss`` for every parameter of ``model`` (the backward pass of a training step)."""
     return torch.autograd.grad(loss, list(model.parameters()))
@@ -127,7 +118,7 @@ class _Gpu:
     @property
     def name(self) -> str:
         if self.sim is not None:
-            return "a simulated caching allocator (no CUDA GPU in this run; utils/simulated_cuda.py)"
+            return "a simulated allocator"
         return torch.cuda.get_device_name(self.device)
 
     def tensor(self, nbytes: int) -> torch.Tensor:
@@ -145,52 +136,45 @@ class _Gpu:
 
 @contextlib.contextmanager
 def cuda_or_simulated(device: torch.device):
-    """The CUDA device when ``device`` is one; elsewhere a simulated caching allocator that serves
-    ``torch.cuda.memory_allocated``, ``memory_reserved`` and ``empty_cache`` (restored on exit)."""
+    """The CUDA device when ``device`` is one (made the current device, so that
+    ``torch.cuda.memory_allocated()`` without an argument reads it); elsewhere a simulated caching
+    allocator that serves ``torch.cuda.memory_allocated``, ``memory_reserved`` and ``empty_cache``
+    (restored on exit)."""
     device = torch.device(device)
     if device.type == "cuda":
         gc.collect()
-        torch.cuda.empty_cache()
-        yield _Gpu(device)
+        with torch.cuda.device(device):
+            torch.cuda.empty_cache()
+            yield _Gpu(device)
         return
     with simulate_cuda() as sim:
         yield _Gpu(device, sim)
 
 
-class Counters:
-    """``torch.cuda.memory_allocated()`` and ``memory_reserved()`` after each step, and how each
-    changed since the step before (computed from the counters, not assumed)."""
-
-    def __init__(self, gpu: _Gpu):
-        self.gpu = gpu
-        self.rows: list[dict] = []
-        self.last: tuple[int, int] | None = None
-
-    def read(self, step: str) -> None:
-        device = self.gpu.device
-        torch.cuda.synchronize(device)
-        now = (torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device))
-        change = "-" if self.last is None else ", ".join(
-            f"{name} {_change(after, before)}" for name, after, before in zip(("allocated", "reserved"), now, self.last))
-        self.rows.append({"step": step, "memory_allocated": format_bytes(now[0]),
-                          "memory_reserved": format_bytes(now[1]), "change": change})
-        self.last = now
-
-    def table(self) -> Table:
-        return Table(self.rows, caption=f"CUDA allocator counters after each step, on {self.gpu.name}")
+def counters_table(readings: dict[str, tuple[int, int]], gpu: _Gpu) -> Table:
+    """``{step: (memory_allocated, memory_reserved)}`` as a table: each counter after each step and,
+    in brackets, how much that step moved it (computed from the readings, not assumed)."""
+    rows, last = [], None
+    for step, now in readings.items():
+        row = {"step": step}
+        for i, name in enumerate(("memory_allocated", "memory_reserved")):
+            moved = last is not None and now[i] != last[i]
+            row[name] = format_bytes(now[i]) + (f" ({_change(now[i], last[i])})" if moved else "")
+        rows.append(row)
+        last = now
+    return Table(rows, caption=f"Counters after each step, on {gpu.name}")
 
 
 def _change(after: int, before: int) -> str:
-    if after == before:
-        return "unchanged"
     return ("+" if after > before else "-") + format_bytes(abs(after - before))
 
 
 # ---------------------------------------------------------------- small readers
 
-def warned(fn: Callable[[], object]) -> str:
-    """The warnings a call gives (category and first two sentences), or the error it raises, in one
-    line: caught, so that a warning that is the lesson shows as data rather than on stderr."""
+def warned(fn: Callable[[], object], sentences: int = 2) -> str:
+    """The warnings a call gives (category and first ``sentences`` sentences), or the error it
+    raises, in one line: caught, so that a warning that is the lesson shows as data rather than on
+    stderr."""
     caught: list[warnings.WarningMessage] = []
 
     def recorded():  # recorded inside attempt(), which silences any warning that reaches it
@@ -203,7 +187,7 @@ def warned(fn: Callable[[], object]) -> str:
     outcome = attempt(recorded)
     if outcome.split(":")[0].endswith(("Error", "Exception")):
         return outcome
-    return " | ".join(f"{w.category.__name__}: " + ". ".join(str(w.message).split(". ")[:2]).rstrip(".") + "."
+    return " | ".join(f"{w.category.__name__}: " + ". ".join(str(w.message).split(". ")[:sentences]).rstrip(".") + "."
                       for w in caught) or "no warning"
 
 
@@ -227,7 +211,7 @@ def gpu_processes(device: torch.device) -> Table:
                  {"check": "the rest: other processes and CUDA contexts", "result": format_bytes(total - free - mine)}]
     else:
         rows.append({"check": "torch.cuda.is_available()", "result": False})
-    return Table(rows, caption="Looking only: nothing is ended or reset")
+    return Table(rows, caption="Looking only")
 
 
 # ---------------------------------------------------------------- T074: the trade-off, as a picture

@@ -7,7 +7,6 @@ noise, so a small MLP can learn them, but not perfectly.
 from __future__ import annotations
 
 import importlib.util
-import io
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -94,18 +93,6 @@ def relative_difference(a: torch.Tensor, b: torch.Tensor) -> str:
 
 # ---------------------------------------------------------------- T054, T055: logging and resetting
 
-def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn, data, keep: Callable) -> list:
-    """One plain training step per (x, y) in ``data``; returns ``keep(loss)`` of each step."""
-    kept = []
-    for x, y in data:
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        kept.append(keep(loss))
-    return kept
-
-
 def saved_activation_bytes(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor) -> int:
     """What one forward pass saves for backward, counted by a ``saved_tensors_hooks`` pack hook:
     new tensors only (the weights and the batch exist anyway)."""
@@ -123,38 +110,25 @@ def saved_activation_bytes(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.
     return sum(saved.values())
 
 
-def held_by_logging(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn, data,
-                    device: torch.device) -> list[dict[str, str]]:
-    """Rows for a table: the tensor memory a list of logged values still holds once its loop has
-    returned (``utils.memory.held_memory``), per kept value, for five ways of running and logging."""
-    def forward(keep):
-        return [keep(loss_fn(model(x), y)) for x, y in data]
-
-    def train(keep, retain=False):
-        kept = []
-        for x, y in data:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward(retain_graph=retain)
-            optimizer.step()
-            kept.append(keep(loss))
-        model.zero_grad()  # gradients are not what we count
+def held_per_value(cases: dict[str, Callable[[], list]], model: nn.Module, loss_fn, data,
+                   device: torch.device) -> list[dict[str, str]]:
+    """Rows for a table: the tensor memory the list each case returns still holds once the case has
+    returned (``utils.memory.held_memory``), per kept value and against what one forward step saves
+    for backward. Gradients are not what is counted: they are set to None around each case."""
+    def case_then_reset(case):
+        kept = case()
+        model.zero_grad()
         return kept
 
-    cases = {"forward only, keep loss": lambda: forward(lambda loss: loss),
-             "train with backward(retain_graph=True), keep loss": lambda: train(lambda loss: loss, retain=True),
-             "train with backward(), keep loss": lambda: train(lambda loss: loss),
-             "forward only, keep loss.detach()": lambda: forward(lambda loss: loss.detach()),
-             "forward only, keep loss.item()": lambda: forward(lambda loss: loss.item())}
     for case in cases.values():  # first calls allocate library workspaces: not ours to count
-        case()
-    model.zero_grad()
+        case_then_reset(case)
     saved = saved_activation_bytes(model, loss_fn, *data[0])
     rows = []
     for name, case in cases.items():
-        held, _ = held_memory(case, device)
-        rows.append({"the list keeps": name, "memory held per kept value": format_bytes(held / len(data)),
-                     "/ one step's saved activations": f"{held / len(data) / saved:.2f}"})
+        model.zero_grad()
+        held, _ = held_memory(lambda: case_then_reset(case), device)
+        rows.append({"kept": name, "held per value": format_bytes(held / len(data)),
+                     "÷ a step's activations": f"{held / len(data) / saved:.2f}"})
     return rows
 
 
@@ -165,18 +139,10 @@ def wide_mlp(width: int, layers: int, batch: int, device: torch.device):
     return model, torch.optim.SGD(model.parameters(), lr=1e-4), torch.randn(batch, width, device=device)
 
 
-def sgd_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, reset: Callable) -> Callable:
-    """A training step that resets the gradients with ``reset()``, then forward, backward, step."""
-    def step():
-        reset()
-        model(x).square().mean().backward()
-        optimizer.step()
-    return step
-
-
-def grads_held(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, reset: Callable) -> str:
-    """Gradient memory still allocated between steps with this ``reset``."""
-    sgd_step(model, optimizer, x, reset)()
+def grads_held(model: nn.Module, step: Callable[[], object], reset: Callable[[], object]) -> str:
+    """Gradient memory still allocated after ``reset()``, once a training ``step()`` has made every
+    gradient: what the next forward pass has to share its memory with."""
+    step()
     reset()
     return format_bytes(sum(p.grad.nbytes for p in model.parameters() if p.grad is not None))
 
@@ -185,14 +151,14 @@ def grads_held(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
 
 def clip_effect(model: nn.Module, clip: Callable[[], object]) -> dict[str, str]:
     """What ``clip()`` did to the model's gradients: what it returned, how many elements it
-    changed, the norm after and the cosine between the gradient before and after."""
+    changed, the gradient's norm before and after, and the cosine between the two gradients."""
     before = flat_grad(model).clone()
     returned = clip()
     after = flat_grad(model)
     return {"returned": "None" if returned is None else f"{returned.item():.3f}",
-            "elements changed": f"{int((after != before).sum())} of {before.numel()}",
-            "norm before": f"{before.norm().item():.3f}", "norm after": f"{after.norm().item():.3f}",
-            "cosine(before, after)": f"{F.cosine_similarity(before, after, dim=0).item():.4f}"}
+            "changed": f"{int((after != before).sum())} of {before.numel()}",
+            "norm": f"{before.norm().item():.3f} → {after.norm().item():.3f}",
+            "cosine": f"{F.cosine_similarity(before, after, dim=0).item():.4f}"}
 
 
 @dataclass
@@ -216,22 +182,6 @@ def sparse_regression(device: torch.device, features: int = 30, train: int = 40,
     return Regression(*draw(train), *draw(test), w_true)
 
 
-def fit_linear(data: Regression, penalty: Callable | None = None, weight_decay: float = 0.0,
-               steps: int = 500) -> nn.Linear:
-    """Full-batch SGD on the regression; ``penalty(model)`` is added to the loss when given."""
-    torch.manual_seed(0)
-    lin = nn.Linear(data.x_train.shape[1], 1).to(data.x_train.device)
-    opt = torch.optim.SGD(lin.parameters(), lr=0.05, weight_decay=weight_decay)  # (weight_decay hits the bias too)
-    for _ in range(steps):
-        loss = F.mse_loss(lin(data.x_train).squeeze(1), data.y_train)
-        if penalty is not None:
-            loss = loss + penalty(lin)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return lin
-
-
 def weights_table(fits: dict[str, nn.Linear], data: Regression) -> list[dict[str, str]]:
     """Per fit: how many noise weights are near zero, the largest one, the useful ones, test MSE."""
     useful = int((data.w_true != 0).sum())
@@ -241,9 +191,9 @@ def weights_table(fits: dict[str, nn.Linear], data: Regression) -> list[dict[str
         with torch.no_grad():
             mse = F.mse_loss(lin(data.x_test).squeeze(1), data.y_test).item()
         near_zero = int((w[useful:].abs() < 0.05).sum())
-        rows.append({"fit": name, "noise weights with |w| < 0.05": f"{near_zero} of {len(w) - useful}",
-                     "largest |noise weight|": f"{w[useful:].abs().max().item():.3f}",
-                     "useful weights": [round(v, 2) for v in w[:useful].tolist()], "test MSE": f"{mse:.3f}"})
+        rows.append({"fit": name, "noise |w| < 0.05": f"{near_zero} of {len(w) - useful}",
+                     "max noise |w|": f"{w[useful:].abs().max().item():.3f}",
+                     "useful w": [round(v, 2) for v in w[:useful].tolist()], "test MSE": f"{mse:.3f}"})
     return rows
 
 
@@ -263,20 +213,23 @@ def weights_figure(fits: dict[str, nn.Linear], useful: int = 3):
 
 
 def decay_step_table(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[dict[str, str]]:
-    """One optimizer step with zero gradients, so only weight decay can move a parameter: each
-    parameter's group, its weight_decay and its relative change."""
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    """One optimizer step with zero gradients, so only weight decay can move a parameter: one row
+    per parameter group, with its weight_decay, its parameters and the largest relative change
+    among them (a parameter of all zeros counts its absolute change)."""
+    before = {id(p): p.detach().clone() for p in model.parameters()}
     for p in model.parameters():
         p.grad = torch.zeros_like(p)
     optimizer.step()
-    group_of = {id(p): i for i, g in enumerate(optimizer.param_groups) for p in g["params"]}
+    names = {id(p): name for name, p in model.named_parameters()}
     rows = []
-    for name, p in model.named_parameters():
-        group = optimizer.param_groups[group_of[id(p)]]
-        change, size = (p.detach() - before[name]).norm().item(), before[name].norm().item()
-        rows.append({"parameter": name, "shape": tuple(p.shape), "group": group_of[id(p)],
-                     "weight_decay": group["weight_decay"],
-                     "relative change": f"{change / size:.4f}" if size > 0 else f"{change:.4f} (all zeros: absolute)"})
+    for i, group in enumerate(optimizer.param_groups):
+        changes = []
+        for p in group["params"]:
+            change, size = (p.detach() - before[id(p)]).norm().item(), before[id(p)].norm().item()
+            changes.append(change / size if size > 0 else change)
+        rows.append({"group": i, "weight_decay": group["weight_decay"],
+                     "parameters": ", ".join(names[id(p)] for p in group["params"]),
+                     "max change": f"{max(changes):.4f}"})
     return rows
 
 
@@ -306,19 +259,6 @@ def synthetic_val_loss(epochs: int) -> list[float]:
     """A validation loss that falls, then stalls (with a little noise), for ReduceLROnPlateau."""
     g = torch.Generator().manual_seed(0)
     return [max(0.3, 1 / (1 + 0.15 * e)) + 0.01 * torch.rand(1, generator=g).item() for e in range(epochs)]
-
-
-def lr_curve(make_scheduler: Callable, epochs: int, metric: list[float] | None = None, lr: float = 0.1) -> list[float]:
-    """The learning rate each epoch trains with, read from ``param_groups`` (T062), under the
-    scheduler ``make_scheduler(optimizer)``; ``scheduler.step(metric[epoch])`` when a metric is given."""
-    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=lr)
-    scheduler = make_scheduler(opt)
-    lrs = []
-    for epoch in range(epochs):
-        lrs.append(opt.param_groups[0]["lr"])
-        opt.step()  # (an epoch of training would happen here)
-        scheduler.step() if metric is None else scheduler.step(metric[epoch])
-    return lrs
 
 
 def schedule_figure(curves: dict[str, list[float]], val_loss: list[float], panels: list[list[str]]):
@@ -440,16 +380,6 @@ def imbalanced_predictions(n: int = 1000, classes: int = 3):
     return truth, torch.zeros_like(truth), noisy
 
 
-def step_in_pieces(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn, x: torch.Tensor,
-                   y: torch.Tensor, piece: int) -> None:
-    """One optimizer step on (x, y), computed in micro-batches of ``piece`` samples whose
-    gradients add up (T056); ``piece = len(x)`` is one ordinary step."""
-    optimizer.zero_grad()
-    for xb, yb in zip(x.split(piece), y.split(piece)):
-        (loss_fn(model(xb), yb) * (len(xb) / len(x))).backward()
-    optimizer.step()
-
-
 def sample_images(curve: dict[int, float]) -> dict[str, Image.Image]:
     """Two pictures TensorBoard might log: a rendered 640 x 480 learning-curve figure (flat areas)
     and a noisy, photo-like 256 x 256 image."""
@@ -466,19 +396,13 @@ def sample_images(curve: dict[int, float]) -> dict[str, Image.Image]:
     return {"figure 640x480": figure, "photo-like 256x256": Image.fromarray((noisy * 255).to(torch.uint8).numpy())}
 
 
-def png_bytes(image: Image.Image, **options) -> bytes:
-    """The image encoded as PNG by Pillow, as TensorBoard's ``make_image`` does (options: Pillow's)."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", **options)
-    return buffer.getvalue()
-
-
-def png_sizes(images: dict[str, Image.Image], levels: dict[str, dict]) -> list[dict[str, str]]:
-    """Rows for a table: each image's raw RGB bytes, then its PNG bytes at each setting."""
-    rows = [{"encoding": "raw RGB bytes", **{name: f"{len(im.tobytes()):,} B" for name, im in images.items()}}]
+def png_sizes(images: dict[str, Image.Image], levels: dict[str, dict],
+              encode: Callable[..., bytes]) -> list[dict[str, str]]:
+    """Rows for a table: each image's raw RGB bytes, then its bytes as ``encode(image, **options)``
+    writes it at each setting."""
+    rows = [{"encoding": "raw RGB", **{name: f"{len(im.tobytes()):,}" for name, im in images.items()}}]
     for label, options in levels.items():
-        rows.append({"encoding": label,
-                     **{name: f"{len(png_bytes(im, **options)):,} B" for name, im in images.items()}})
+        rows.append({"encoding": label, **{name: f"{len(encode(im, **options)):,}" for name, im in images.items()}})
     return rows
 
 
