@@ -7,7 +7,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from utils.data import (SHAPES, JpegFiles, RandomDraws, decode_pillow, decode_torchvision, evict_from_page_cache,
-                        read_files, synthetic_image, write_jpegs)
+                        first_batch_errors, first_batch_seconds, read_files, synthetic_image, worker_draws,
+                        write_jpegs)
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +90,27 @@ def test_read_files_and_evict_from_page_cache(jpegs):
     assert isinstance(evicted, bool)
     assert evict_from_page_cache(paths, flush=False) == evicted
     assert read_files(paths) == total, "eviction drops cached pages, never data"
+
+
+def test_first_batch_errors_has_one_column_per_num_workers(jpegs):
+    from torchvision.transforms import v2
+
+    rows = first_batch_errors(JpegFiles(jpegs, transform=v2.RandomCrop(400)), workers=(0,))
+    fields = {row[""]: row["num_workers=0"] for row in rows}
+    assert fields["raises"] == "ValueError" and fields["lines"] == 1
+    assert "crop size" in fields["first line"] and fields["innermost frame"].endswith(".py")
+
+
+def test_first_batch_seconds_times_a_loader_and_skips_slow_starts_in_quick_mode(jpegs, monkeypatch):
+    from utils import bench
+
+    assert first_batch_seconds(DataLoader(JpegFiles(jpegs), batch_size=2)).split()[-1] in ("s", "ms", "µs")
+    monkeypatch.setitem(bench._settings, "quick", True)
+    spawned = DataLoader(JpegFiles(jpegs), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    assert first_batch_seconds(spawned) == "not timed in QUICK mode"
+
+
+def test_worker_draws_tabulate_a_loaders_batches():
+    rows = worker_draws(DataLoader(RandomDraws(6, seed=0), batch_size=3))
+    assert [row["indices"] for row in rows] == [[0, 1, 2], [3, 4, 5]] and {row["worker"] for row in rows} == {-1}
+    assert all(len(row["dataset's own generator (self.rng)"]) == 3 for row in rows)

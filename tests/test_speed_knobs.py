@@ -1,32 +1,11 @@
-"""utils.speed_knobs: switches are put back, shapes never repeat and keep the work constant."""
+"""utils.speed_knobs: switches are read, shapes never repeat and keep the work constant, the T088 aids."""
+import copy
 import itertools
 
 import pytest
 import torch
 
 from utils import speed_knobs
-
-
-def test_backend_flags_set_and_restore_even_after_an_error():
-    before = speed_knobs.flags()
-    with speed_knobs.backend_flags(cudnn_benchmark=not before["torch.backends.cudnn.benchmark"],
-                                   cudnn_conv_precision="ieee", matmul_precision="tf32"):
-        assert torch.backends.cudnn.benchmark is (not before["torch.backends.cudnn.benchmark"])
-        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
-        assert torch.backends.cuda.matmul.fp32_precision == "tf32"
-    assert speed_knobs.flags() == before
-    with pytest.raises(ZeroDivisionError), speed_knobs.backend_flags(matmul_precision="tf32"):
-        1 / 0
-    assert speed_knobs.flags() == before
-
-
-def test_backend_flags_leave_unnamed_switches_alone():
-    before = speed_knobs.flags()
-    with speed_knobs.backend_flags(cudnn_benchmark=True):
-        now = speed_knobs.flags()
-        assert now["torch.backends.cudnn.conv.fp32_precision"] == before["torch.backends.cudnn.conv.fp32_precision"]
-        assert now["torch.backends.cuda.matmul.fp32_precision"] == before["torch.backends.cuda.matmul.fp32_precision"]
-    assert speed_knobs.flags() == before
 
 
 def test_fresh_shapes_never_repeat_and_keep_the_pixel_count():
@@ -40,24 +19,6 @@ def test_fresh_shapes_never_repeat_and_keep_the_pixel_count():
 def test_cpu_bf16_hardware_is_words():
     text = speed_knobs.cpu_bf16_hardware()
     assert isinstance(text, str) and "bfloat16" in text
-
-
-def test_autotuner_turns_benchmark_and_keeps_the_two_settings_apart():
-    before = speed_knobs.flags()
-    with speed_knobs.autotuner(True):
-        assert torch.backends.cudnn.benchmark is True
-        assert torch.backends.cudnn.conv.fp32_precision == "tf32"
-    with speed_knobs.autotuner(False):
-        assert torch.backends.cudnn.benchmark is False
-        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
-    assert speed_knobs.flags() == before
-
-
-def test_with_flags_sets_the_switches_for_each_call_only():
-    before = speed_knobs.flags()
-    seen = speed_knobs.with_flags(lambda: torch.backends.cuda.matmul.fp32_precision, matmul_precision="tf32")()
-    assert seen == "tf32"
-    assert speed_knobs.flags() == before
 
 
 def test_fresh_batches_are_new_shapes_of_about_the_same_size():
@@ -87,26 +48,16 @@ def test_models_have_the_asked_shapes():
     assert speed_knobs.encoder(16, 2, 32, 1)(torch.randn(2, 5, 16)).shape == (2, 5, 16)
 
 
-@pytest.mark.parametrize("kind", ["float32", "float16", "bfloat16", "half"])
-def test_training_step_trains_a_copy(kind):
-    torch.manual_seed(0)
-    model = speed_knobs.mlp(8, 16, 8)
-    before = [p.detach().clone() for p in model.parameters()]
-    x = torch.randn(4, 8)
-    step = speed_knobs.training_step(model, x, torch.randn(4, 8), kind, lr=0.1)
-    losses = [step().item() for _ in range(3)]
-    assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before)), "the caller's model must not change"
-    assert all(torch.isfinite(torch.tensor(losses))) and losses[-1] != losses[0]
-
-
 def test_gradient_step_and_backward_pass_return_one_gradient_per_parameter():
     torch.manual_seed(0)
     net = speed_knobs.conv_net(4).eval()
     images, labels = torch.randn(2, 3, 8, 8), torch.tensor([1, 2])
     grads = speed_knobs.gradient_step(net, images, labels)()
     assert len(grads) == len(list(net.parameters()))
-    backward = speed_knobs.backward_pass(net, images, lambda: speed_knobs.autotuner(False))
+    settings = []
+    backward = speed_knobs.backward_pass(net, images, lambda: settings.append("set"))
     first, again = backward(), backward()          # the graph is built once and kept
+    assert settings == ["set", "set"], "the setting runs before every call"
     assert len(first) == len(grads) and all(torch.equal(a, b) for a, b in zip(first, again))
     assert not net.training, "backward_pass trains a copy and leaves the net's mode alone"
 
@@ -117,22 +68,54 @@ def test_errors_against_a_reference():
     assert errors["same"] == 0.0 and errors["off"] == pytest.approx(0.01)
 
 
-def test_scaler_steps_reads_what_the_scaler_did():
-    torch.manual_seed(0)
-    tiny = torch.nn.Linear(4, 1)
-    optimizer = torch.optim.SGD(tiny.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
-    batches = [("normal", torch.randn(8, 4)), ("normal", torch.randn(8, 4)), ("huge", torch.full((8, 4), 1e30))]
-    table = speed_knobs.scaler_steps(tiny, optimizer, scaler, batches, torch.float16)
-    rows = table.rows
-    assert table.caption.endswith("steps skipped: 3")
-    assert [r["optimizer step"] for r in rows] == ["taken", "taken", "skipped"]
-    assert [r["scale used"] for r in rows] == ["4", "4", "8"]
-    assert [r["update()"] for r in rows] == ["kept: 4", "doubled: 8", "halved: 4"]
-    assert [r["gradients finite"] for r in rows] == ["True", "True", "False"]
-
-
 def test_device_facts_read_the_switches():
     facts = speed_knobs.device_facts(torch.device("cpu"))
     names = [row["name"] for row in facts.rows]
     assert "bfloat16 matrix hardware" in names and "torch.backends.cudnn.benchmark" in names
+
+
+def test_scaler_row_reads_what_the_scaler_did():
+    torch.manual_seed(0)
+    tiny = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(tiny.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
+    rows = []
+    for step, (name, inputs) in enumerate([("normal", torch.randn(8, 4)), ("normal", torch.randn(8, 4)),
+                                           ("huge", torch.full((8, 4), 1e30))], 1):
+        used, before = scaler.get_scale(), [p.detach().clone() for p in tiny.parameters()]
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = tiny(inputs).float().square().mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        rows.append(speed_knobs.scaler_row(step, name, loss, used, scaler, tiny, before))
+    assert [r["step"] for r in rows] == [1, 2, 3] and rows[2]["batch"] == "huge"
+    assert [r["optimizer step"] for r in rows] == ["taken", "taken", "skipped"]
+    assert [r["scale used"] for r in rows] == ["4", "4", "8"]
+    assert [r["update()"] for r in rows] == ["kept: 4", "doubled: 8", "halved: 4"]
+    assert [r["gradients finite"] for r in rows] == [True, True, False]
+
+
+def test_fine_tuning_task_is_a_linear_layer_near_its_targets():
+    layer, inputs, targets = speed_knobs.fine_tuning_task(16, 64, "cpu")
+    again = speed_knobs.fine_tuning_task(16, 64, "cpu")
+    assert layer.bias is None and tuple(layer.weight.shape) == (1, 16)
+    assert tuple(inputs.shape) == (64, 16) and tuple(targets.shape) == (64, 1)
+    assert torch.equal(layer.weight, again[0].weight) and torch.equal(targets, again[2]), "the same seed, the same task"
+    start = torch.nn.functional.mse_loss(layer(inputs), targets).item()
+    assert 0.01 < start < 1.0, "the targets sit a small step away from the layer's weights"
+
+
+def test_half_weights_lose_the_updates_that_float32_weights_keep():
+    layer, inputs, targets = speed_knobs.fine_tuning_task(32, 128, "cpu")
+    losses = {}
+    for dtype in (torch.float32, torch.float16):
+        model = copy.deepcopy(layer).to(dtype)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(200):
+            optimizer.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(model(inputs.to(dtype)), targets.to(dtype)).backward()
+            optimizer.step()
+        losses[dtype] = torch.nn.functional.mse_loss(model.float()(inputs), targets).item()
+    assert losses[torch.float16] > 10 * losses[torch.float32], losses

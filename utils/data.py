@@ -7,10 +7,12 @@ are fresh interpreters that import the dataset's class, its transforms and ``wor
 ``fork`` workers (the Linux default up to Python 3.13) can use it; a class in an importable
 module such as this one works with every start method.
 
-Besides the datasets, the module holds the notebook's scaffolding: loaders and the loops that
-time them, worker memory and error reports (T078), pinned-memory loaders (T079), decoders
-(T081, T082) and the figures of T083 and T085. Heavy libraries (Pillow, torchvision, matplotlib)
-are imported where they are used: the grader imports this module for every exercise.
+Besides the datasets, the module holds the notebook's scaffolding: the loops that time a loader,
+worker memory and error reports (T078), decoders (T081, T082) and the figures of T083 and T085.
+The DataLoader settings themselves (``num_workers``, ``persistent_workers``, ``prefetch_factor``,
+``pin_memory``) are written in the notebook, where the learner sees them. Heavy libraries (Pillow,
+torchvision, matplotlib) are imported where they are used: the grader imports this module for
+every exercise.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, TensorDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from .units import format_seconds
 
@@ -203,16 +205,9 @@ def evict_from_page_cache(paths, flush: bool = True) -> bool:
 
 # ---------------------------------------------------------------- loaders and what they cost (T078)
 
+# DataLoader's warning when it starts more workers than this machine has cores: the demos of
+# notebook 06 do so on purpose (the notebook says it in words and silences it by this message).
 TOO_MANY_WORKERS = r"This DataLoader will create \d+ worker processes in total"
-
-
-def image_loader(dataset: Dataset, batch_size: int, num_workers: int, **options) -> DataLoader:
-    """A shuffling DataLoader over ``dataset``. The demos go past the number of usable cores on
-    purpose, so DataLoader's warning that they do (notebook 06 says it in words) is silenced here
-    and in ``one_epoch``."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=TOO_MANY_WORKERS, category=UserWarning)
-        return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **options)
 
 
 def one_epoch(loader: DataLoader, threads: int | None = None) -> int:
@@ -238,17 +233,16 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def first_batch_seconds(dataset: Dataset, context: str, batch_size: int = 4) -> str:
-    """One timed run: ``iter(loader)`` until the first batch, one worker started with ``context``
-    ("fork", "spawn", "forkserver"); the worker stops again afterwards. A single run: an order of
-    magnitude, not a median. In QUICK mode only ``fork`` is timed: the others take seconds."""
+def first_batch_seconds(loader: DataLoader) -> str:
+    """One timed run: ``iter(loader)`` until the first batch (its workers start, and stop again
+    afterwards). A single run: an order of magnitude, not a median. In QUICK mode only ``fork``
+    workers are timed: the other start methods take seconds."""
     from .bench import is_quick
 
-    if context not in multiprocessing.get_all_start_methods():
-        return f"{context} does not exist here"
-    if context != "fork" and is_quick():
+    context = loader.multiprocessing_context
+    method = context.get_start_method() if context is not None else multiprocessing.get_start_method()
+    if method != "fork" and is_quick():
         return "not timed in QUICK mode"
-    loader = DataLoader(dataset, batch_size=batch_size, num_workers=1, multiprocessing_context=context)
     start = time.perf_counter()
     next(iter(loader))
     return format_seconds(time.perf_counter() - start)
@@ -262,22 +256,22 @@ def worker_pids(loader: DataLoader) -> list[int]:
 
 def worker_memory(loaders: dict, batch_bytes: int) -> list[dict]:
     """Rows for a table: the unique (USS) and resident (RSS) memory of this process and of the
-    workers of each running loader in ``loaders`` ({num_workers: loader}), read with psutil, and
-    the most finished batches of ``batch_bytes`` each can hold (workers x prefetch_factor)."""
+    workers of each running loader in ``loaders`` ({num_workers: loader}), read with psutil (the
+    median worker's), and the most finished batches of ``batch_bytes`` each loader can hold
+    (num_workers x prefetch_factor)."""
     if psutil is None:
         return [{"processes": "psutil is not installed: pip install psutil"}]
-    mib = lambda n: f"{n / 2**20:.0f} MiB"  # noqa: E731
+    mib = lambda n: f"{n / 2**20:.0f}"  # noqa: E731
     me = psutil.Process().memory_full_info()
-    rows = [{"processes": "this notebook's kernel", "count": 1, "USS each": mib(me.uss), "RSS each": mib(me.rss),
-             "batches in flight": "-"}]
+    rows = [{"processes": "the kernel", "USS each (MiB)": mib(me.uss), "RSS each (MiB)": mib(me.rss),
+             "batches in flight (MiB)": "-"}]
     for workers, loader in loaders.items():
         infos = [psutil.Process(pid).memory_full_info() for pid in worker_pids(loader)]
         if infos:
-            in_flight = workers * (loader.prefetch_factor or 0)
-            rows.append({"processes": f"workers of a num_workers={workers} loader", "count": len(infos),
-                         "USS each": mib(np.median([i.uss for i in infos])),
-                         "RSS each": mib(np.median([i.rss for i in infos])),
-                         "batches in flight": f"up to {in_flight} x {mib(batch_bytes)}"})
+            rows.append({"processes": f"{len(infos)} worker{'s' * (len(infos) != 1)}",
+                         "USS each (MiB)": mib(np.median([i.uss for i in infos])),
+                         "RSS each (MiB)": mib(np.median([i.rss for i in infos])),
+                         "batches in flight (MiB)": f"{workers * (loader.prefetch_factor or 0)} x {batch_bytes / 2**20:.2g}"})
     return rows
 
 
@@ -311,9 +305,17 @@ def train_steps(loader: DataLoader, step_s: float) -> int:
     return seen
 
 
+def first_batch_errors(dataset: Dataset, workers: tuple[int, ...] = (2, 0)) -> list[dict]:
+    """Rows for a table, one per field of ``first_batch_error``, one column per ``num_workers``."""
+    errors = {f"num_workers={n}": first_batch_error(dataset, n) for n in workers}
+    fields = list(dict.fromkeys(k for error in errors.values() for k in error))
+    return [{"": field, **{column: error.get(field, "") for column, error in errors.items()}} for field in fields]
+
+
 def first_batch_error(dataset: Dataset, num_workers: int) -> dict:
-    """What a failing ``dataset`` raises from a DataLoader's first batch: the exception, its first
-    and last lines, and the innermost frame a debugger (``%debug``) would open."""
+    """What a failing ``dataset`` raises from a DataLoader's first batch: the exception, the first
+    line of its message and how many lines it has, and the innermost frame a debugger (``%debug``)
+    would open."""
     try:
         next(iter(DataLoader(dataset, batch_size=4, num_workers=num_workers)))
     except Exception as err:  # noqa: BLE001 (showing the error is the point)
@@ -323,16 +325,14 @@ def first_batch_error(dataset: Dataset, num_workers: int) -> dict:
         # hold the loader's iterator: dropping the traceback frees the iterator now, and its workers
         # stop at once. Left to the garbage collector, their shutdown waits 5 s per worker.
         err.__traceback__ = None
-        return {"num_workers": num_workers, "raises": type(err).__name__, "first line": lines[0],
-                "lines": len(lines), "last line": lines[-1].strip(),
+        return {"raises": type(err).__name__, "first line": lines[0], "lines": len(lines),
                 "innermost frame": f"{frame.name}() in {Path(frame.filename).name}"}
-    return {"num_workers": num_workers, "raises": "nothing"}
+    return {"raises": "nothing"}
 
 
-def worker_draws(num_workers: int = 2, length: int = 12, batch_size: int = 3) -> list[dict]:
-    """The batches of ``RandomDraws(length)`` through a DataLoader with workers: who drew what from
-    the dataset's own generator and from NumPy's global one (modulo 10**6, to stay readable)."""
-    loader = DataLoader(RandomDraws(length, seed=0), batch_size=batch_size, num_workers=num_workers)
+def worker_draws(loader: DataLoader) -> list[dict]:
+    """The batches of a DataLoader over ``RandomDraws``: who drew what from the dataset's own
+    generator and from NumPy's global one (modulo 10**6, to stay readable)."""
     return [{"worker": int(batch["worker"][0]), "indices": batch["index"].tolist(),
              "dataset's own generator (self.rng)": [d % 10**6 for d in batch["draw"].tolist()],
              "global np.random": [d % 10**6 for d in batch["global_draw"].tolist()]} for batch in loader]
@@ -342,37 +342,6 @@ def repeated_across_workers(rows: list[dict], column: str) -> bool:
     """Whether workers 0 and 1 drew the same numbers in ``column`` of ``worker_draws``' rows."""
     drawn = {worker: [d for row in rows if row["worker"] == worker for d in row[column]] for worker in (0, 1)}
     return drawn[0] == drawn[1]
-
-
-# ---------------------------------------------------------------- pinned memory (T079)
-
-def pin_check(dataset: Dataset) -> dict:
-    """What ``DataLoader(pin_memory=True)`` does on this machine: is the first batch pinned, and
-    what did DataLoader warn (it warns and pins nothing without an accelerator)?"""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        images, _ = next(iter(DataLoader(dataset, batch_size=4, pin_memory=True)))
-    return {"DataLoader(pin_memory=True): first batch .is_pinned()": images.is_pinned(),
-            "its warning": "; ".join(f"{w.category.__name__}: {w.message}" for w in caught) or "none"}
-
-
-def held_batches(batches: int, batch_size: int, image: tuple[int, ...] = (3, 128, 128)) -> dict:
-    """Two loaders ({pin_memory: loader}) over the same decoded float32 images held in RAM, two
-    persistent workers each: the loader's work is collating, so the copy to the GPU is a visible
-    part of an epoch."""
-    images = torch.rand(batches * batch_size, *image, generator=torch.Generator().manual_seed(0))
-    held = TensorDataset(images)
-    return {pin: DataLoader(held, batch_size=batch_size, num_workers=2, persistent_workers=True, pin_memory=pin)
-            for pin in (False, True)}
-
-
-def epoch_to_device(loader: DataLoader, device: torch.device) -> torch.Tensor:
-    """Copy every batch to ``device`` (``non_blocking=True``: asynchronous from pinned memory) and
-    reduce it there, as a training step would start."""
-    total = torch.zeros((), device=device)
-    for (x,) in loader:
-        total += x.to(device, non_blocking=True).mean()
-    return total
 
 
 # ---------------------------------------------------------------- decoding on the GPU (T081)
@@ -387,16 +356,6 @@ def read_from_storage(paths) -> int:
     ``evict_from_page_cache`` works and the folder is not in RAM)."""
     evict_from_page_cache(paths, flush=False)
     return read_files(paths)
-
-
-def pillow_to_device(raw: list[bytes], device: torch.device) -> list[torch.Tensor]:
-    """Decode with Pillow on the CPU, then copy each image to ``device``."""
-    return [decode_pillow(data).to(device) for data in raw]
-
-
-def torchvision_to_device(raw: list[bytes], device: torch.device) -> list[torch.Tensor]:
-    """Decode the list with ``torchvision.io.decode_jpeg`` on the CPU, then copy each image to ``device``."""
-    return [image.to(device) for image in decode_jpegs(raw)]
 
 
 def decode_jpegs(raw: list[bytes], device: torch.device | str = "cpu", mode: str = "RGB") -> list[torch.Tensor]:
@@ -443,7 +402,7 @@ def difference(a: torch.Tensor, b: torch.Tensor) -> dict:
     pixel = d.amax(dim=0) if d.dim() == 3 else d
     return {"max |diff|": int(d.max()), "mean |diff|": f"{d.double().mean().item():.3f}",
             "pixels that differ": f"{(pixel > 0).double().mean().item():.1%}",
-            "PSNR": "identical" if mse == 0 else f"{10 * math.log10(255**2 / mse):.1f} dB"}
+            "PSNR (dB)": "identical" if mse == 0 else f"{10 * math.log10(255**2 / mse):.1f}"}
 
 
 def encoded_pixels(count: int, size: tuple[int, int], seed: int = 0) -> list[torch.Tensor]:
@@ -457,15 +416,15 @@ def decoding_differences(raw: list[bytes], originals: list[torch.Tensor], device
     row, nvJPEG on the GPU, appears on a CUDA device only."""
     pillow = [decode_pillow(data) for data in raw]
     routes = {
-        "JPEG's own loss: the encoded pixels vs Pillow's decoding": (originals, pillow),
-        "Pillow vs torchvision.io.decode_jpeg (CPU), RGB": (pillow, decode_jpegs(raw)),
-        "Pillow: libjpeg's YCbCr->RGB vs Pillow's own conversion": (pillow, [decode_pillow_via_ycbcr(d) for d in raw]),
-        "grayscale: decoder's luma (torchvision GRAY) vs Pillow convert('L')": (decode_jpegs(raw, mode="GRAY"), [_pillow(d, "L") for d in raw]),
-        "half size: decoder's DCT scaling vs full decode + bilinear resize (Pillow)":
-            ([_pillow(d, "RGB", ("RGB", "half")) for d in raw], [_pillow(d, "RGB", resize=True) for d in raw]),
+        "the encoded pixels vs Pillow (JPEG's loss)": (originals, pillow),
+        "Pillow vs torchvision decode_jpeg": (pillow, decode_jpegs(raw)),
+        "Pillow: libjpeg's YCbCr->RGB vs its own": (pillow, [decode_pillow_via_ycbcr(d) for d in raw]),
+        "gray: torchvision's luma vs Pillow's 'L'": (decode_jpegs(raw, mode="GRAY"), [_pillow(d, "L") for d in raw]),
+        "half size: DCT scaling vs a resize": (
+            [_pillow(d, "RGB", ("RGB", "half")) for d in raw], [_pillow(d, "RGB", resize=True) for d in raw]),
     }
     if torch.device(device).type == "cuda":
-        routes["Pillow vs torchvision.io.decode_jpeg on the GPU (nvJPEG), RGB"] = (
+        routes["Pillow vs decode_jpeg on the GPU (nvJPEG)"] = (
             pillow, [image.cpu() for image in decode_jpegs(raw, device=device)])
     return [{"decoded two ways": name, **difference(torch.cat([x.flatten() for x in a]), torch.cat([y.flatten() for y in b]))}
             for name, (a, b) in routes.items()]

@@ -1,18 +1,17 @@
-"""Helpers for notebook 07 (GPU speed knobs): read and set PyTorch's global backend switches for
-one call without leaking them into the rest of the notebook, supply input shapes that never
-repeat (to show what the cuDNN autotuner costs when every batch has a new shape), and the models,
-inputs and training steps the comparisons time. The lessons are in the notebook; this is the
-scaffolding around them.
+"""Helpers for notebook 07 (GPU speed knobs): read PyTorch's global backend switches, supply input
+shapes that never repeat (to show what the cuDNN autotuner costs when every batch has a new
+shape), and the models, inputs and measuring aids around the comparisons. The knobs themselves
+(``torch.backends.cudnn.benchmark``, the autocast and GradScaler loop, the TF32 switches) are set
+in the notebook, where the learner sees them; this is the scaffolding around them.
 
 The precision switches use the API of PyTorch 2.9 and later (``fp32_precision``). The older
 switches (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``,
 ``torch.set_float32_matmul_precision``) still work but must not be mixed with the new ones: once
 both have been used, reading the precision with the old getter raises an error. This module
-only uses the new ones.
+only reads the new ones.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 from typing import Callable, Iterator
@@ -25,9 +24,6 @@ from .bench import one_call
 from .tables import Table
 from .units import format_seconds
 
-_UNSET = object()
-
-
 # ---------------------------------------------------------------- switches
 
 def flags() -> dict[str, object]:
@@ -39,49 +35,6 @@ def flags() -> dict[str, object]:
         "torch.backends.cudnn.conv.fp32_precision": torch.backends.cudnn.conv.fp32_precision,
         "torch.backends.fp32_precision": torch.backends.fp32_precision,
     }
-
-
-@contextlib.contextmanager
-def backend_flags(*, cudnn_benchmark=_UNSET, cudnn_conv_precision=_UNSET, matmul_precision=_UNSET):
-    """Set some global switches for the duration of a ``with`` block, then put the old values back.
-
-    ``cudnn_benchmark``: ``torch.backends.cudnn.benchmark`` (True/False).
-    ``cudnn_conv_precision``: ``torch.backends.cudnn.conv.fp32_precision`` ("tf32" or "ieee").
-    ``matmul_precision``: ``torch.backends.cuda.matmul.fp32_precision`` ("tf32", "ieee" or "none").
-    """
-    saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.conv.fp32_precision,
-             torch.backends.cuda.matmul.fp32_precision)
-    try:
-        if cudnn_benchmark is not _UNSET:
-            torch.backends.cudnn.benchmark = bool(cudnn_benchmark)
-        if cudnn_conv_precision is not _UNSET:
-            torch.backends.cudnn.conv.fp32_precision = cudnn_conv_precision
-        if matmul_precision is not _UNSET:
-            torch.backends.cuda.matmul.fp32_precision = matmul_precision
-        yield
-    finally:
-        torch.backends.cudnn.benchmark = saved[0]
-        torch.backends.cudnn.conv.fp32_precision = saved[1]
-        torch.backends.cuda.matmul.fp32_precision = saved[2]
-
-
-def autotuner(on: bool):
-    """``torch.backends.cudnn.benchmark = on`` for a ``with`` block.
-
-    PyTorch remembers cuDNN's choice per convolution configuration, whichever setting met it
-    first, so two settings can only be timed side by side as two configurations. cuDNN's TF32
-    switch is part of a configuration and changes nothing for float16 convolutions: "ieee" with
-    the autotuner off and "tf32" with it on keep the two apart and compute the same thing.
-    """
-    return backend_flags(cudnn_benchmark=on, cudnn_conv_precision="tf32" if on else "ieee")
-
-
-def with_flags(fn: Callable[[], object], **switches) -> Callable[[], object]:
-    """``fn`` wrapped so that every call runs under ``backend_flags(**switches)``."""
-    def run():
-        with backend_flags(**switches):
-            return fn()
-    return run
 
 
 def device_facts(device: torch.device) -> Table:
@@ -198,48 +151,23 @@ def gradient_step(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor,
     return step
 
 
-def backward_pass(net: nn.Module, images: torch.Tensor, switch: Callable[[], contextlib.AbstractContextManager]
+def backward_pass(net: nn.Module, images: torch.Tensor, setting: Callable[[], object]
                   ) -> Callable[[], tuple[torch.Tensor, ...]]:
     """A function that runs only the backward pass through a copy of ``net`` (in training mode) on
-    ``images``, under ``switch()``. Its first call builds the float16 (autocast) graph, under the
-    same switch, and keeps it; every call then backpropagates through it again."""
+    ``images``, after calling ``setting()`` (a function of the notebook's that sets cuDNN's
+    switches). Its first call builds the float16 (autocast) graph, after the same setting, and
+    keeps it; every call then backpropagates through it again."""
     graph: dict = {}
 
     def run():
-        with switch():
-            if not graph:
-                model = copy.deepcopy(net).train()
-                with torch.autocast(images.device.type, dtype=torch.float16):
-                    graph["loss"] = model(images).float().logsumexp(dim=1).mean()
-                graph["params"] = list(model.parameters())
-            return torch.autograd.grad(graph["loss"], graph["params"], retain_graph=True)
+        setting()
+        if not graph:
+            model = copy.deepcopy(net).train()
+            with torch.autocast(images.device.type, dtype=torch.float16):
+                graph["loss"] = model(images).float().logsumexp(dim=1).mean()
+            graph["params"] = list(model.parameters())
+        return torch.autograd.grad(graph["loss"], graph["params"], retain_graph=True)
     return run
-
-
-def training_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, kind: str,
-                  lr: float = 1e-4) -> Callable[[], torch.Tensor]:
-    """One full training step (zero_grad, forward, MSE loss, backward, SGD) on a copy of ``model``.
-
-    ``kind``: "float32"; "float16" (autocast float16 and a GradScaler); "bfloat16" (autocast
-    bfloat16, no scaler); "half" (``model.half()``: weights, inputs and everything in float16).
-    """
-    model = copy.deepcopy(model)
-    if kind == "half":
-        model, inputs, targets = model.half(), inputs.half(), targets.half()
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    device_type = inputs.device.type
-    scaler = torch.amp.GradScaler(device_type, enabled=kind == "float16")   # disabled: plain calls
-    dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(kind)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = F.mse_loss(model(inputs), targets)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        return loss
-    return step
 
 
 def search_cost(heuristic: Callable[[], torch.Tensor], autotuned: Callable[[], torch.Tensor],
@@ -259,8 +187,6 @@ def search_cost(heuristic: Callable[[], torch.Tensor], autotuned: Callable[[], t
             "output_gap": f"{(out_a - out_h).abs().max().item():.2g}"}
 
 
-
-
 def relative_error(out: torch.Tensor, exact: torch.Tensor) -> float:
     """Largest absolute difference from ``exact``, relative to ``exact``'s largest value."""
     return ((out.double() - exact).abs().max() / exact.abs().max()).item()
@@ -272,34 +198,37 @@ def errors_against(exact: Callable[[], torch.Tensor], **outputs: Callable[[], to
     return {name: relative_error(fn(), reference) for name, fn in outputs.items()}
 
 
-# ---------------------------------------------------------------- GradScaler
+# ---------------------------------------------------------------- GradScaler and model.half() (T088)
 
 _SCALE_CHANGE = {0.5: "halved", 1.0: "kept", 2.0: "doubled"}
 
 
-def scaler_steps(model: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-                 batches: list[tuple[str, torch.Tensor]], dtype: torch.dtype) -> Table:
-    """Train ``model`` one mixed-precision step per ``(name, inputs)`` batch (loss: the mean square
-    of the output) and tabulate what the scaler did, read from the scaler and the weights: the scale
-    used, whether the gradients were finite, whether the optimizer stepped, the scale after update()."""
-    rows = []
-    device_type = next(model.parameters()).device.type
-    for number, (name, inputs) in enumerate(batches, 1):
-        before = [p.detach().clone() for p in model.parameters()]
-        used = scaler.get_scale()
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type, dtype=dtype):
-            loss = model(inputs).float().square().mean()
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        finite = all(bool(torch.isfinite(p.grad).all()) for p in model.parameters())
-        stepped = any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
-        after = scaler.get_scale()
-        rows.append({"step": number, "batch": name, "loss": f"{loss.item():.3g}", "scale used": f"{used:g}",
-                     "gradients finite": finite, "optimizer step": "taken" if stepped else "skipped",
-                     "update()": f"{_SCALE_CHANGE.get(after / used, f'x{after / used:g}')}: {after:g}"})
-    skipped = [str(row["step"]) for row in rows if row["optimizer step"] == "skipped"]
-    return Table(rows, caption=f"torch.amp.GradScaler({device_type!r}, growth_interval={scaler.get_growth_interval()}) "
-                               f"over {len(rows)} steps, autocast {str(dtype).removeprefix('torch.')}; steps skipped: "
-                               f"{', '.join(skipped) or 'none'}")
+def scaler_row(step: int, batch: str, loss: torch.Tensor, used: float, scaler: torch.amp.GradScaler,
+               model: nn.Module, before: list[torch.Tensor]) -> dict[str, object]:
+    """One row of the GradScaler demo, read after ``scaler.update()`` from the scaler and the
+    weights: the scale the step used (``used``, read before it), whether the unscaled gradients
+    were finite, whether the optimizer stepped (the weights differ from ``before``), and what
+    ``update()`` did to the scale."""
+    after = scaler.get_scale()
+    finite = all(bool(torch.isfinite(p.grad).all()) for p in model.parameters() if p.grad is not None)
+    stepped = any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+    return {"step": step, "batch": batch, "loss": f"{loss.item():.3g}", "scale used": f"{used:g}",
+            "gradients finite": finite, "optimizer step": "taken" if stepped else "skipped",
+            "update()": f"{_SCALE_CHANGE.get(after / used, f'x{after / used:g}')}: {after:g}"}
+
+
+def fine_tuning_task(features: int, samples: int, device: torch.device | str, shift: float = 0.05,
+                     noise: float = 0.01, seed: int = 0) -> tuple[nn.Linear, torch.Tensor, torch.Tensor]:
+    """A "pretrained" linear layer (no bias, weights drawn from N(0, 1), so most lie within +-2) and
+    data whose targets come from weights ``shift`` away from it (times N(0, 1)), plus ``noise``:
+    fine-tuning it with a small learning rate asks for updates far smaller than the weights, the
+    case in which float16 weights lose them. Returns ``(layer, inputs, targets)``, float32 on ``device``."""
+    generator = torch.Generator().manual_seed(seed)
+    weights = torch.randn(1, features, generator=generator)
+    inputs = torch.randn(samples, features, generator=generator)
+    target_weights = weights + shift * torch.randn(1, features, generator=generator)
+    targets = inputs @ target_weights.T + noise * torch.randn(samples, 1, generator=generator)
+    layer = nn.Linear(features, 1, bias=False)
+    with torch.no_grad():
+        layer.weight.copy_(weights)
+    return layer.to(device), inputs.to(device), targets.to(device)
