@@ -135,6 +135,12 @@ def test_a_headline_keeps_to_twenty_words_whatever_the_labels(fast):
     assert ("2.00x as fast" if fast else "1.50x the time") in head and "NVIDIA H100" in head
 
 
+def test_a_very_long_label_keeps_its_verdict_and_drops_the_device():
+    label = "one two three four five six seven eight nine ten eleven twelve thirteen"
+    longer = Result("T900", "demo", "cuda:0", "NVIDIA H100 80GB HBM3", {}, [timing("b", 2 * MS), timing(label, 1 * MS)])
+    assert longer.headline() == f"{label}: 2.00x as fast as the baseline."
+
+
 def test_the_headline_is_marked_for_the_lesson_figures(tables):
     c = card(timing("base", 2 * MS), timing("tip", 1 * MS))
     parser = lesson_shape._VisibleText()

@@ -55,11 +55,13 @@ def _time_forms(result: Comparison, row: Timing) -> list[str]:
     times = f" ({format_seconds(base.median)} → {format_seconds(row.median)})"
     on = f" on {result.device_name}"
     against = [f" as {base.label}", " as the baseline"]
-    if verdict.kind == "faster":
-        return [f"{row.label}: {verdict.text}{a}{on}{t}." for a in against for t in (times, "")]
+    if verdict.kind == "faster":   # last, for a long label: the device is in the card's caption too
+        return [f"{row.label}: {verdict.text}{a}{on}{t}." for a in against for t in (times, "")] + \
+            [f"{row.label}: {verdict.text} as the baseline."]
     if verdict.kind == "slower":
         slow = format_ratio(row.median / base.median)
-        return [f"{row.label}: {slow} the time{a.replace(' as', ' of')}{on}{t}." for a in against for t in (times, "")]
+        return [f"{row.label}: {slow} the time{a.replace(' as', ' of')}{on}{t}." for a in against for t in (times, "")] + \
+            [f"{row.label}: {slow} the time of the baseline."]
     if verdict.kind == "launch-bound":  # launch-bound, or a host-bound variant: its two clocks in words
         said = "launch-bound, so no verdict" if verdict.text == "launch-bound" else verdict.text
         wall, _, gpu = said.partition("; ")   # a host-bound row: the GPU change says more than the wall clock
@@ -71,7 +73,8 @@ def _time_forms(result: Comparison, row: Timing) -> list[str]:
                 f"{row.label}: {verdict.text}{on}; rerun in full mode for a verdict.",
                 f"{row.label}: {verdict.text}{on}, rerun for a verdict."]
     return [f"{row.label}: no clear difference from {base.label}{on}{t}." for t in (times, "")] + \
-        [f"{row.label}: no clear difference from the baseline{on}.", f"{row.label}: no clear difference{on}."]
+        [f"{row.label}: no clear difference from the baseline{on}.", f"{row.label}: no clear difference{on}.",
+         f"{row.label}: no clear difference."]
 
 
 def _time_brief(result: Comparison, row: Timing) -> str:
