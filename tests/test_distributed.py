@@ -82,3 +82,83 @@ def test_torchrun_command_and_worker_env():
     assert env["GLOO_SOCKET_IFNAME"] in {name for _, name in socket.if_nameindex()} | {"lo"}
     port = distributed.free_port()
     assert 0 < port < 65536
+
+
+def test_torchrun_command_for_a_module():
+    command = distributed.torchrun_command("utils.distributed", "serve", "dir", nproc=2, port=29998, module=True)
+    assert command[-5:] == ["--master-port=29998", "-m", "utils.distributed", "serve", "dir"]
+
+
+SCALE = 3
+
+
+def _helper(x):
+    return x * SCALE
+
+
+@torch.no_grad()
+def _shipped(n):
+    return _helper(torch.arange(n)).tolist()
+
+
+def test_shipped_source_carries_imports_constants_and_the_functions_it_calls():
+    source = distributed.shipped_source(_shipped)
+    assert "import torch" in source and "SCALE = 3" in source
+    assert source.index("def _helper") < source.index("def _shipped")   # in dependency order
+    namespace = {}
+    exec(source, namespace)
+    assert namespace["_shipped"](3) == [0, 3, 6]
+
+
+TENSOR = torch.ones(2)
+
+
+def _uses_a_tensor():
+    return TENSOR.sum()
+
+
+def test_shipped_source_refuses_what_cannot_travel():
+    with pytest.raises(TypeError, match="'TENSOR', a Tensor"):
+        distributed.shipped_source(_uses_a_tensor)
+
+
+def _join():
+    dist.init_process_group("gloo")
+    return dist.get_rank()
+
+
+def _all_reduce():
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t)
+    return t
+
+
+def _refuses():
+    if dist.get_rank() == 1:
+        raise ValueError("rank one refuses")
+    return "fine"
+
+
+def _compared():
+    t = torch.ones(1)
+    return distributed.compare("T095", ("all_reduce", lambda: dist.all_reduce(t)), ("alone", lambda: t + 1),
+                               alone=("alone",), title="lockstep", memory=False, record=False)
+
+
+def test_ranks_run_notebook_functions_on_a_torchrun_job(monkeypatch):
+    from utils import bench
+
+    monkeypatch.setattr(bench, "_settings", dict(bench.QUICK))   # the job inherits the mode: --quick
+    ranks = distributed.Ranks(nproc=2)
+    try:
+        assert "--quick" in ranks.command and ranks.command[-4:-2] == ["utils.distributed", "serve"]
+        assert ranks.run(_join) == [0, 1]
+        assert ranks.run(_all_reduce) == [[3.0], [3.0]]               # tensors come back as lists
+        with pytest.raises(distributed.RankError, match="rank 1: ValueError: rank one refuses"):
+            ranks.run(_refuses)
+        card = distributed.card(ranks.run(_compared))                 # rank 0 measured, rank 1 kept in step
+        assert [row.label for row in card.rows] == ["all_reduce", "alone"] and card.quick
+    finally:
+        folder = ranks.folder
+        assert ranks.stop() == 0
+    assert not folder.exists()

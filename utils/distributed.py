@@ -1,31 +1,46 @@
 """Helpers for notebook 10 (distributed training): start real process groups from a notebook.
 
 A notebook cannot be one of the processes of a process group, and a function defined in a
-notebook cannot be handed to a *spawned* process (the new interpreter cannot import it). Two
-ways out, both used by the course:
+notebook cannot be handed to a *spawned* process (the new interpreter cannot import it). The
+course's ways out:
 
-- a script file launched with ``torchrun`` (``python -m torch.distributed.run``): what a user
-  does for real training; ``torchrun_command`` builds the command line;
+- ``Ranks``: a ``torchrun`` job (``python -m torch.distributed.run``, what a user starts for real
+  training) kept running beside the notebook. Its processes run this module's ``serve`` loop: each
+  waits for the functions the notebook sends (``Ranks.run(fn, *args)``: the function's source, and
+  the imports and notebook functions it uses), runs them and sends back what they return. So each
+  lesson's code sits in an ordinary cell, and its result shows right under it, from one launch.
 - ``run_ranks``: *fork* the current process ``world_size`` times and join the copies in one
   gloo process group on the loopback interface. Forked children inherit everything defined so
   far, notebook functions included, so small checks (the exercises' self-tests) can run a
   function on real ranks. Fork exists on Linux and macOS, not on Windows.
 
-Below those, the setup around notebook 10's lessons: data, twin models, the lockstep timing of a
-DDP step, and the readers that turn what the ranks wrote into tables.
+Below those, the setup around notebook 10's lessons: data, twin models, and ``compare``, the
+course's ``bench.compare`` inside a process group (rank 0 measures, the others keep in step).
 """
 from __future__ import annotations
 
+import argparse
+import ast
 import copy
 import dataclasses
+import dis
+import inspect
 import io
 import json
+import linecache
 import multiprocessing
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
+import traceback
+import types
+import weakref
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -34,15 +49,17 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .tables import attempt
+if TYPE_CHECKING:  # types only: the grader's sandbox imports this module and needs none of the toolkit
+    from .present import Result
 
-if TYPE_CHECKING:  # a type only: the grader's sandbox imports this module and needs none of the toolkit
-    from .comparison import Comparison
+__all__ = ["Lockstep", "RankError", "Ranks", "card", "classification_batch", "compare", "cpu_group",
+           "free_port", "gradient_gap", "loopback_interface", "mlp", "rank_device", "regression_batch",
+           "rank_gap", "run_ranks", "serve", "shard", "shifted_shards", "shipped_source", "torchrun_command",
+           "twin_models", "weight_change", "whole", "worker_env"]
 
-__all__ = ["Lockstep", "RankError", "SGDStep", "across_ranks", "as_records", "attempt", "classification_batch",
-           "cpu_group", "epoch_orders", "free_port", "gradient_gap", "loopback_interface", "mlp", "rank_results",
-           "regression_batch", "rounded", "run_ranks", "shard", "shifted_shards", "state", "torchrun_command",
-           "train_and_measure", "twin_models", "whole", "worker_env"]
+PARENT_ENV = "COURSE_RANKS_PARENT"   # the notebook's process id: ranks whose notebook is gone leave
+POLL_S = 0.005                       # how often a waiting rank, and the notebook, look for a new file
+IDLE_S = 3600.0                      # a rank that got no work for this long leaves
 
 
 class RankError(RuntimeError):
@@ -72,11 +89,13 @@ def worker_env(threads: int = 1) -> dict[str, str]:
     return {"GLOO_SOCKET_IFNAME": loopback_interface(), "OMP_NUM_THREADS": str(threads)}
 
 
-def torchrun_command(script, *args, nproc: int = 2, port: int | None = None) -> list[str]:
+def torchrun_command(script, *args, nproc: int = 2, port: int | None = None, module: bool = False) -> list[str]:
     """``python -m torch.distributed.run`` (what the ``torchrun`` command runs) for one machine:
-    ``nproc`` processes, the rendezvous on 127.0.0.1 at ``port`` (a free one by default)."""
+    ``nproc`` processes, the rendezvous on 127.0.0.1 at ``port`` (a free one by default).
+    ``module``: ``script`` names a module (``torchrun -m package.module``), not a file."""
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--nnodes=1",
-            "--master-addr=127.0.0.1", f"--master-port={port or free_port()}", str(script), *map(str, args)]
+            "--master-addr=127.0.0.1", f"--master-port={port or free_port()}", *(["-m"] if module else []),
+            str(script), *map(str, args)]
 
 
 def run_ranks(fn: Callable[[int, int], object], world_size: int = 2, *, timeout: float = 30.0,
@@ -187,21 +206,270 @@ def _child(fn, rank: int, world_size: int, port: int, pipe, collective_timeout: 
         os._exit(code)
 
 
-# ---------------------------------------------------------------- notebook 10: setup around the lessons
-# The lesson's training script (written by the notebook, run by torchrun) imports these; the
-# notebook reads what the ranks wrote with ``rank_results`` and shows it with the table helpers.
+# ---------------------------------------------------------------- Ranks: a torchrun job beside the notebook
 
-def rank_results(launch: subprocess.CompletedProcess, out_dir: Path, world_size: int) -> list[dict]:
-    """What each rank wrote to ``out_dir/rank<r>.json``, in rank order; raises with the end of
-    torchrun's stderr when the launch failed."""
-    if launch.returncode != 0:
-        raise RankError(f"torchrun exited with code {launch.returncode}:\n{launch.stderr[-4000:]}")
-    return [json.loads((Path(out_dir) / f"rank{rank}.json").read_text()) for rank in range(world_size)]
+def _write_json(path: Path, value) -> None:
+    """Write ``value`` as JSON so that a reader never sees half a file (a rename is atomic)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(value, default=_plain), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _plain(value):
+    """JSON for what a rank may return beside plain data: tensors as lists, devices and dtypes as text."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, (torch.device, torch.dtype)):
+        return str(value)
+    raise TypeError(f"a {type(value).__name__} is not plain data: return numbers, strings, lists, dicts or tensors")
+
+
+def _global_names(fn: types.FunctionType) -> list[str]:
+    """The global names ``fn`` reads: in its body (and nested functions), its decorators and its
+    default values, in order of appearance."""
+    names: dict[str, None] = {}
+
+    def walk(code: types.CodeType) -> None:
+        for instruction in dis.get_instructions(code):
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                names[instruction.argval] = None
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    definition = tree.body[0]
+    for node in [*definition.decorator_list, *definition.args.defaults, *definition.args.kw_defaults]:
+        for name in ast.walk(node) if node is not None else ():
+            if isinstance(name, ast.Name):
+                names[name.id] = None
+    walk(fn.__code__)
+    return list(names)
+
+
+def _literal(value) -> bool:
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError, RecursionError):
+        return False
+
+
+def shipped_source(fn: types.FunctionType) -> str:
+    """Python source that defines ``fn`` in a fresh interpreter: the imports of the modules, classes
+    and functions it uses, the plain constants it reads, and the source of the notebook functions it
+    calls (recursively). Anything else (a tensor, a model) cannot travel: pass it as an argument, or
+    build it inside the function."""
+    imports: dict[str, None] = {}
+    defined: dict[str, str] = {}
+
+    def add(f: types.FunctionType) -> None:
+        f = inspect.unwrap(f)                       # a decorated function: the one its source defines
+        if f.__name__ in defined:
+            return
+        defined[f.__name__] = ""                    # a placeholder: recursion stops here
+        for name in _global_names(f):
+            if name not in f.__globals__ or name == f.__name__:
+                continue                            # a builtin, or the function itself
+            value = f.__globals__[name]
+            if isinstance(value, types.ModuleType):
+                imports[f"import {value.__name__} as {name}" if value.__name__ != name else f"import {name}"] = None
+            elif isinstance(value, types.FunctionType) and inspect.unwrap(value).__module__ == f.__module__:
+                add(value)                          # another function of the notebook
+            elif getattr(value, "__module__", None) not in (None, "__main__") and isinstance(
+                    value, (type, types.FunctionType, types.BuiltinFunctionType)) and "." not in value.__qualname__:
+                imports[f"from {value.__module__} import {value.__qualname__}"
+                        + (f" as {name}" if name != value.__qualname__ else "")] = None
+            elif _literal(value):
+                imports[f"{name} = {value!r}"] = None
+            else:
+                raise TypeError(f"{f.__name__} uses {name!r}, a {type(value).__name__} of the notebook, which "
+                                f"cannot be sent to the ranks: build it inside the function or pass it as an argument")
+        source = textwrap.dedent(inspect.getsource(f))
+        defined.pop(f.__name__)                     # after what it calls: definitions in dependency order
+        defined[f.__name__] = source
+    add(fn)
+    return "\n".join(imports) + "\n\n\n" + "\n\n".join(defined.values())
+
+
+class Ranks:
+    """A ``torchrun`` job of ``nproc`` processes on this machine, kept running beside the notebook.
+
+    ``run(fn, *args)`` sends ``fn`` (see ``shipped_source``) to every rank, which calls
+    ``fn(*args)`` (JSON arguments) and sends back what it returns; ``run`` returns each rank's
+    result in rank order, or raises ``RankError`` with what the ranks reported. The first function a
+    notebook sends joins the process group (``dist.init_process_group``); later ones use it. The
+    job is launched in the measuring mode of this process (``--quick`` in QUICK mode), with
+    ``worker_env(threads)``; ``stop`` ends it (so does the end of this process)."""
+
+    def __init__(self, nproc: int = 2, *, threads: int = 1, timeout: float = 600.0):
+        from . import bench
+
+        self.nproc, self.timeout, self._jobs = nproc, timeout, 0
+        self.folder = Path(tempfile.mkdtemp(prefix="course10-"))
+        self.command = torchrun_command(__name__, "serve", self.folder, *(["--quick"] if bench.is_quick() else []),
+                                        nproc=nproc, module=True)
+        self._log = open(self.folder / "torchrun.log", "wb")
+        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        env={**os.environ, **worker_env(threads), PARENT_ENV: str(os.getpid())})
+        self._finalizer = weakref.finalize(self, _end_job, self.process, self.folder, self._log, 0.0)
+
+    def run(self, fn: Callable, *args, timeout: float | None = None) -> list:
+        """``fn(*args)`` on every rank; their results, in rank order."""
+        if self.process.poll() is not None:
+            raise RankError(f"the ranks have stopped (exit code {self.process.returncode}): start new Ranks\n"
+                            f"{self.log_tail()}")
+        job, self._jobs = self._jobs, self._jobs + 1
+        _write_json(self.folder / f"job-{job}.json", {"source": shipped_source(fn), "call": fn.__name__,
+                                                      "args": list(args)})
+        reports = self._collect(job, timeout or self.timeout)
+        failed = [f"rank {rank}: {r['error']}" for rank, r in enumerate(reports) if r is not None and not r["ok"]]
+        waiting = [f"rank {rank}: no answer" for rank, r in enumerate(reports) if r is None]
+        if waiting:
+            self.stop(wait=0.0)          # a rank that waits in a collective for a failed one never returns
+        if failed or waiting:
+            raise RankError(f"{fn.__name__} on the ranks:\n" + "\n".join(failed + waiting)
+                            + ("\nThe ranks were stopped: start new Ranks." if waiting else ""))
+        return [r["result"] for r in reports]
+
+    def _collect(self, job: int, timeout: float) -> list:
+        reports: list = [None] * self.nproc
+        deadline = time.monotonic() + timeout
+        while None in reports:
+            for rank in range(self.nproc):
+                path = self.folder / f"result-{job}-{rank}.json"
+                if reports[rank] is None and path.exists():
+                    reports[rank] = json.loads(path.read_text(encoding="utf-8"))
+                    if not reports[rank]["ok"]:      # the others may wait for it in a collective: a grace period
+                        deadline = min(deadline, time.monotonic() + 10.0)
+            if None not in reports:
+                break
+            if self.process.poll() is not None:
+                raise RankError(f"torchrun exited with code {self.process.returncode}:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                return reports
+            time.sleep(POLL_S)
+        return reports
+
+    def log_tail(self, chars: int = 4000) -> str:
+        """The end of what torchrun and the ranks printed."""
+        self._log.flush()
+        return (self.folder / "torchrun.log").read_text(encoding="utf-8", errors="replace")[-chars:]
+
+    def stop(self, wait: float = 30.0) -> int | None:
+        """Tell the ranks to leave, wait up to ``wait`` seconds for torchrun to exit, then end it and
+        remove the job's folder; returns torchrun's exit code."""
+        if not self._finalizer.alive:
+            return self.process.returncode
+        if self.process.poll() is None and wait:
+            _write_json(self.folder / f"job-{self._jobs}.json", {"stop": True})
+        self._finalizer.detach()
+        return _end_job(self.process, self.folder, self._log, wait)
+
+    def __repr__(self) -> str:
+        state = "running" if self.process.poll() is None else f"stopped ({self.process.returncode})"
+        return f"Ranks({self.nproc} processes, {state})"
+
+
+def _end_job(process: subprocess.Popen, folder: Path, log, wait: float) -> int | None:
+    try:
+        process.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        pass
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)   # torchrun and its ranks: the session it started
+        except (ProcessLookupError, PermissionError):
+            process.kill()
+        process.wait()
+    log.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    return process.returncode
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _run_job(spec: dict) -> dict:
+    """Define and call the function a job carries; what it returned, or the error and where it arose."""
+    filename = f"<notebook function {spec['call']}>"
+    linecache.cache[filename] = (len(spec["source"]), None, spec["source"].splitlines(True), filename)
+    try:
+        namespace = {"__name__": "__notebook__"}
+        exec(compile(spec["source"], filename, "exec"), namespace)
+        result = namespace[spec["call"]](*spec["args"])
+        json.dumps(result, default=_plain)         # plain data, or the error says what is not
+        return {"ok": True, "result": result}
+    except BaseException as exc:  # anything the function raises is reported to the notebook
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{f.name}, line {f.lineno}: {f.line}" for f in reversed(frames) if f.filename == filename), "")
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        return {"ok": False, "error": f"{type(exc).__name__}: {first_line}"[:600] + (f" (in {where})" if where else "")}
+
+
+def serve(folder: Path, quick: bool = False) -> None:
+    """A rank's loop (``python -m utils.distributed serve FOLDER`` under torchrun): run each job the
+    notebook writes to ``FOLDER/job-<n>.json``, write ``result-<n>-<rank>.json``, until a stop job,
+    the notebook's end, or an hour without work; then leave the process group and exit."""
+    from . import bench
+
+    bench.configure(quick)
+    rank, parent = int(os.environ["RANK"]), int(os.environ.get(PARENT_ENV, "0"))
+    job, idle_since, checked = 0, time.monotonic(), time.monotonic()
+    try:
+        while True:
+            path = folder / f"job-{job}.json"
+            if not path.exists():
+                now = time.monotonic()
+                if now - idle_since > IDLE_S or (parent and now - checked > 1.0 and not _alive(parent)):
+                    break
+                checked = now if now - checked > 1.0 else checked
+                time.sleep(POLL_S)
+                continue
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            if spec.get("stop"):
+                break
+            _write_json(folder / f"result-{job}-{rank}.json", _run_job(spec))
+            job, idle_since = job + 1, time.monotonic()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    finally:
+        # Leave without Python's shutdown: the gloo group a DDP model keeps alive after
+        # destroy_process_group() can abort a finished rank at shutdown ("terminate called without
+        # an active exception"), and torchrun would report the job failed. Everything is written.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+# ---------------------------------------------------------------- notebook 10: setup around the lessons
+# The functions a notebook sends to its Ranks call these on every rank.
+
+def rank_device() -> torch.device:
+    """This rank's device: its GPU (``cuda:LOCAL_RANK``) under NCCL, the CPU under gloo."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device("cpu")
+
+
+_cpu_groups: dict = {}
 
 
 def cpu_group():
-    """A process group for CPU tensors: the default group under gloo, a new gloo group under NCCL."""
-    return dist.group.WORLD if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+    """A process group for CPU tensors: the default group under gloo; under NCCL a gloo group of every
+    rank, created on the first call (a collective: every rank makes the same calls)."""
+    if dist.get_backend() == "gloo":
+        return dist.group.WORLD
+    key = id(dist.group.WORLD)
+    if key not in _cpu_groups:
+        _cpu_groups[key] = dist.new_group(backend="gloo")
+    return _cpu_groups[key]
 
 
 def shard(rows_per_rank: list[int], rank: int) -> slice:
@@ -220,32 +488,15 @@ def shifted_shards(device, per_rank: int = 8, channels: int = 4) -> tuple[torch.
     return full[shard([per_rank] * world, rank)], full
 
 
-def state(bn: nn.Module) -> dict[str, list[float]]:
-    """A BatchNorm layer's weight and running mean, as lists."""
-    return {"weight": bn.weight.tolist(), "running_mean": bn.running_mean.tolist()}
-
-
-def rounded(values: list[float], digits: int = 4) -> list[float]:
-    return [round(v, digits) for v in values]
-
-
-def across_ranks(per_rank: list[dict], stats: tuple[str, ...] = ("weight", "running_mean"), first: int = 2) -> list[dict]:
-    """One row per state (the keys of each rank's dict, in order): the first ``first`` values of each
-    stat on every rank, and the largest difference between the ranks."""
-    rows = []
-    for key in per_rank[0]:
-        row = {"state": key}
-        for stat in stats:
-            values = torch.tensor([r[key][stat] for r in per_rank])
-            row.update({f"{stat}[:{first}], rank {k}": rounded(v[:first].tolist()) for k, v in enumerate(values)})
-            row[f"{stat}: largest difference"] = f"{(values.max(0).values - values.min(0).values).max().item():.3g}"
-        rows.append(row)
-    return rows
-
-
-def epoch_orders(sampler_rows: list[dict], set_epoch: bool) -> list[list[int]]:
-    """The indices a rank saw in each epoch, with or without ``set_epoch``."""
-    return [row["indices"] for row in sampler_rows if row["set_epoch"] == set_epoch]
+def rank_gap(bn: nn.Module) -> dict[str, str]:
+    """How far apart the ranks' copies of a BatchNorm layer are: the largest difference between any two
+    ranks, for its weight and its running mean (a collective: every rank calls it)."""
+    mine = torch.cat([bn.weight.detach(), bn.running_mean]).cpu()
+    every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine, group=cpu_group())
+    gap = (torch.stack(every).max(0).values - torch.stack(every).min(0).values)
+    half = len(mine) // 2
+    return {"weight": f"{gap[:half].max().item():.3g}", "running_mean": f"{gap[half:].max().item():.3g}"}
 
 
 def regression_batch(rows: int, device, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -261,34 +512,26 @@ def twin_models(device, seed: int = 0) -> tuple[nn.Module, nn.Module]:
     return model, copy.deepcopy(model)
 
 
-def gradient_gap(model: nn.Module, single: nn.Module, lr: float = 0.1) -> dict[str, float]:
-    """How far the DDP model's gradients are from the one-process model's, and their weights after
-    one plain SGD step on both."""
+def gradient_gap(model: nn.Module, single: nn.Module) -> dict[str, str]:
+    """How far the DDP model's gradients are from the one-process model's: the largest difference of
+    any gradient entry, and the ratio of their norms (1: the same size)."""
     ddp_grads = torch.cat([p.grad.flatten() for p in model.parameters()])
     one_grads = torch.cat([p.grad.flatten() for p in single.parameters()])
-    with torch.no_grad():
-        for p in [*model.parameters(), *single.parameters()]:
-            p -= lr * p.grad
-    return {"max |grad difference|": (ddp_grads - one_grads).abs().max().item(),
-            "grad norm ratio": (ddp_grads.norm() / one_grads.norm()).item(),
-            "max |weight difference| after a step": max((p - q).abs().max().item()
-                                                        for p, q in zip(model.parameters(), single.parameters()))}
+    return {"grad gap": f"{(ddp_grads - one_grads).abs().max().item():.2g}",
+            "norm ratio": f"{(ddp_grads.norm() / one_grads.norm()).item():.3g}"}
 
 
 def whole(p: torch.Tensor) -> torch.Tensor:
-    """A parameter's full value, also for FSDP's sharded (DTensor) parameters."""
+    """A parameter's full value, also for FSDP's sharded (DTensor) parameters (a collective then)."""
     return (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().clone()
 
 
-def train_and_measure(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, steps: int = 3) -> dict:
-    """Train ``steps`` steps on ``x`` (loss: mean square of the output); how far the weights moved."""
+def weight_change(model: nn.Module, step: Callable[[], object], steps: int = 3) -> str:
+    """Run ``step`` ``steps`` times; the largest change of any weight of ``model``, as text."""
     start = [whole(p) for p in model.parameters()]
     for _ in range(steps):
-        optimizer.zero_grad()
-        model(x).square().mean().backward()
-        optimizer.step()
-    return {"max |weight change| in training": max((whole(p) - s).abs().max().item()
-                                                   for p, s in zip(model.parameters(), start))}
+        step()
+    return f"{max((whole(p) - s).abs().max().item() for p, s in zip(model.parameters(), start)):.3g}"
 
 
 def mlp(width: int, classes: int = 10) -> nn.Sequential:
@@ -302,53 +545,77 @@ def classification_batch(rows: int, width: int, classes: int = 10, seed: int = 0
     return torch.randn(rows, width), torch.randint(0, classes, (rows,))
 
 
-class SGDStep:
-    """One training step of ``model`` on (x, y) with its own SGD optimizer, on ``threads`` intra-op
-    threads (given here or per call)."""
-
-    def __init__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, threads: int | None = None,
-                 lr: float = 0.01):
-        self.model, self.x, self.y, self.threads = model, x, y, threads
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-
-    def __call__(self, threads: int | None = None) -> None:
-        torch.set_num_threads(threads or self.threads or torch.get_num_threads())
-        self.optimizer.zero_grad()
-        nn.functional.cross_entropy(self.model(self.x), self.y).backward()
-        self.optimizer.step()
-
-
 class Lockstep:
-    """Rank 0 times a step; every other rank runs the same step whenever rank 0 does, so that the
-    collectives inside it have partners. Each call is announced by a broadcast command (1: run one
-    step, 0: stop)."""
+    """Rank 0 calls the variants of a comparison; before each call it tells the other ranks which one
+    (a broadcast of its number; 0: stop), and they run the same variant, so that the collectives
+    inside it have partners."""
 
-    def __init__(self, group=None):
-        self.group = group
+    def __init__(self, steps: list[Callable[[], object]], group=None):
+        self.steps, self.group = steps, group
         self.command = torch.zeros(1, dtype=torch.int64)
 
-    def lead(self, step: Callable[[], object]) -> Callable[[], object]:
-        """Rank 0's version of ``step``: announce it, then run it."""
+    def lead(self, index: int) -> Callable[[], object]:
+        """Rank 0's version of variant ``index``: announce it, then run it."""
         def call():
-            self.command.fill_(1)
+            self.command.fill_(index + 1)
             dist.broadcast(self.command, 0, group=self.group)
-            return step()
+            return self.steps[index]()
         return call
 
-    def follow(self, step: Callable[[], object]) -> None:
-        """The other ranks: run ``step`` each time rank 0 announces one, until it says stop."""
+    def follow(self) -> None:
+        """The other ranks: run each variant rank 0 announces, until it says stop."""
         while True:
             dist.broadcast(self.command, 0, group=self.group)
             if self.command.item() == 0:
-                return None
-            step()
+                return
+            self.steps[self.command.item() - 1]()
 
     def stop(self) -> None:
         self.command.fill_(0)
         dist.broadcast(self.command, 0, group=self.group)
 
 
-def as_records(result: Comparison) -> list[dict]:
-    """A comparison as plain dicts (the records ``bench.compare`` wrote of it), to travel from a rank
-    to the notebook as JSON."""
+def compare(tip: str, *variants, alone: tuple[str, ...] = (), **options) -> list[dict] | None:
+    """``bench.compare`` in a process group, called on every rank with the same variants: rank 0
+    measures and records, and the other ranks run each variant whenever rank 0 does (``Lockstep``),
+    except the variants named in ``alone``, which rank 0 runs by itself. The device is the rank's
+    (``rank_device``) and, on the CPU, the comparison is a host-side one (``host=True``: gloo runs on
+    the CPU whatever GPUs the machine has), unless ``options`` say otherwise. Returns rank 0's
+    records as plain dicts (``card`` shows them in the notebook), None on the other ranks."""
+    from . import bench
+
+    options.setdefault("device", rank_device())
+    options.setdefault("host", torch.device(options["device"]).type == "cpu")
+    lockstep = Lockstep([variant[1] for variant in variants], cpu_group())
+    if dist.get_rank() != 0:
+        lockstep.follow()
+        return None
+    led = [(label, fn if label in alone else lockstep.lead(i), *extra)
+           for i, (label, fn, *extra) in enumerate(variants)]
+    try:
+        result = bench.compare(tip, *led, **options)
+    finally:
+        lockstep.stop()
     return [dataclasses.asdict(record) for record in getattr(result, "records", None) or result.to_records()]
+
+
+def card(results: list) -> Result:
+    """The card of a comparison that ran on the ranks (``compare``), from the records rank 0 wrote."""
+    from .present import Result
+    from .records import Record
+
+    return Result.recorded([Record(**row) for row in next(r for r in results if r is not None)])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m utils.distributed",
+                                     description="A rank of a Ranks job (torchrun starts it): serve FOLDER.")
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--quick", action="store_true", help="QUICK mode: short timings")
+    args = parser.parse_args(argv)
+    serve(args.folder, args.quick)
+
+
+if __name__ == "__main__":
+    main()

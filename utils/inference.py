@@ -1,7 +1,7 @@
 """Setup for notebook 11 (inference and serving): the request scorers and conv net it serves, the
-probes behind its tables (what eval() and the autograd guards change, what an exported program
-records), and the serving calls its comparisons time. The lessons are in the notebook; this is the
-scaffolding around them.
+image sizes it streams, and the probes behind its tables (what eval() and the autograd guards
+change, what an exported program records, what a first call costs). The lessons, the switches and
+the serving calls the comparisons time, are in the notebook; this is the scaffolding around them.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import dataclasses
 import itertools
 import os
 import warnings
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
@@ -58,37 +58,28 @@ def conv_net() -> nn.Sequential:
 
 # ---------------------------------------------------------------- T102: what the switches change
 
-def behaviour(model: nn.Module, training: bool, guard: Callable, requests: torch.Tensor,
-              neighbours: torch.Tensor) -> dict:
-    """Serve ``requests`` twice, and request 0 once more among ``neighbours``, through a copy of
-    ``model`` in the given mode under ``guard()``: what a server would notice."""
-    model = copy.deepcopy(model).train(training)
+def behaviour(settings: dict[str, tuple[nn.Module, Callable]], requests: torch.Tensor,
+              neighbours: torch.Tensor) -> list[dict]:
+    """What a server would notice in each setting ``{label: (model, serve)}``: ``serve(model, x)``
+    answers ``requests`` twice, and request 0 once more among ``neighbours``, through a copy of
+    ``model`` (in its mode). One row per property, one column per setting."""
+    columns = {label: _behaviour(copy.deepcopy(model), serve, requests, neighbours)
+               for label, (model, serve) in settings.items()}
+    return [{"": name, **{label: found[name] for label, found in columns.items()}} for name in next(iter(columns.values()))]
+
+
+def _behaviour(model: nn.Module, serve: Callable, requests: torch.Tensor, neighbours: torch.Tensor) -> dict:
     buffers_before = [b.clone() for b in model.buffers()]
-    with guard():
-        first, second = model(requests), model(requests)
-        mixed = model(torch.cat([requests[:1], neighbours]))
-    return {"same answers twice": torch.equal(first, second),
-            "request 0's answer independent of its batch": torch.allclose(first[0], mixed[0], atol=1e-6),
+    first, second = serve(model, requests), serve(model, requests)
+    mixed = serve(model, torch.cat([requests[:1], neighbours]))
+    return {"same answer twice": torch.equal(first, second),
+            "answer independent of the batch": torch.allclose(first[0], mixed[0], atol=1e-6),
             "BatchNorm statistics changed": any(not torch.equal(a, b) for a, b in zip(buffers_before, model.buffers())),
-            "output.requires_grad": first.requires_grad,
             "graph kept (grad_fn)": type(first.grad_fn).__name__ if first.grad_fn is not None else "none",
             "inference tensor": first.is_inference()}
 
 
 # ---------------------------------------------------------------- T103: cudnn.benchmark
-
-def with_benchmark(model: nn.Module, inputs: torch.Tensor | None, flag: bool) -> Callable[[], torch.Tensor]:
-    """A serving call with ``torch.backends.cudnn.benchmark = flag`` for its duration (restored after)."""
-    @torch.inference_mode()
-    def serve():
-        previous = torch.backends.cudnn.benchmark
-        torch.backends.cudnn.benchmark = flag
-        try:
-            return model(inputs)
-        finally:
-            torch.backends.cudnn.benchmark = previous
-    return serve
-
 
 def image_sizes(odd: bool, low: int = 208, high: int = 239, seed: int = 0) -> list[tuple[int, int]]:
     """Every (height, width) in [low, high]² whose sum is odd (or even), in a seeded random order:
@@ -98,16 +89,10 @@ def image_sizes(odd: bool, low: int = 208, high: int = 239, seed: int = 0) -> li
     return [sizes[i] for i in order]
 
 
-def new_shape_every_call(model: nn.Module, flag: bool, device: torch.device, odd: bool,
-                         batch: int = 64) -> Callable[[], torch.Tensor]:
-    """A serving call with ``cudnn.benchmark = flag`` that takes a batch of images of a size it has not
-    served before, every call (the next of ``image_sizes(odd)``; after 512 calls the sizes repeat)."""
-    sizes = itertools.cycle(image_sizes(odd))
-
-    def serve():
-        height, width = next(sizes)
-        return with_benchmark(model, torch.randn(batch, 3, height, width, device=device), flag)()
-    return serve
+def new_shapes(odd: bool) -> Iterator[tuple[int, int]]:
+    """An endless stream of image sizes (height, width), each new to the process until all 512 of
+    ``image_sizes(odd)`` have come once."""
+    return itertools.cycle(image_sizes(odd))
 
 
 # ---------------------------------------------------------------- T104: compile and export
@@ -143,10 +128,10 @@ def export_facts(model: nn.Module, program, loaded: nn.Module, dynamic, batch: t
         shapes = [tuple(dynamic.module()(fresh[:n]).shape) for n in (1, half + 1)]
     return {"operations in the graph": graph_operations(program),
             "the .pt2 file": f"{os.path.getsize(path) / 2**20:.1f} MiB",
-            "loaded program on a new batch: largest difference from the model": f"{gap:.2g}",
-            f"loaded program on half the batch ({half} rows)": attempt(lambda: loaded(fresh[:half]), ok="works"),
+            "loaded(new batch) - model(new batch)": f"{gap:.2g} at most",
+            f"loaded(half the batch: {half} rows)": attempt(lambda: loaded(fresh[:half]), ok="works"),
             "loaded.eval()": attempt(loaded.eval, ok="works"),
-            f"dynamic program on batches of 1 and {half + 1}: output shapes": shapes}
+            f"dynamic(1 row), dynamic({half + 1} rows)": shapes}
 
 
 def one_call_seconds(fn: Callable[[], object], device: torch.device) -> float:
@@ -164,7 +149,7 @@ def first_calls(call: Callable[[int], object], sizes: list[int], device: torch.d
     rows, seen = [], set()
     for n in sizes:
         rows.append({"batch size": n, "served before": n in seen,
-                     "time of this call (one run)": format_seconds(one_call_seconds(lambda: call(n), device))})
+                     "this call": format_seconds(one_call_seconds(lambda: call(n), device))})
         seen.add(n)
     return rows
 
