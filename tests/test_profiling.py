@@ -216,3 +216,18 @@ def test_python_caller_finds_the_line_by_time_when_the_event_tree_has_no_frames(
     assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in by_time), set(by_time)
     elsewhere = [SimpleNamespace(**{**vars(e), "thread": -7}) for e in cut]   # frames recorded under another thread id
     assert [profiling.python_caller(e, frames) for e in elsewhere] == by_time
+
+
+def test_folded_text_shows_only_its_caption_until_opened():
+    """A full profiler table or a function's source: the caption is all a learner sees before a click."""
+    from utils.lesson_shape import _VisibleText
+
+    for folded in (profiling.Folded("Name  Self CPU\naten::mm  1.2ms <x>", "Full table"),
+                   profiling.Folded("def f(x):\n    return x + 1\n", "Per-sample code", language="python")):
+        page = folded._repr_html_()
+        assert page.startswith(f"<details><summary>{folded.caption}</summary>") and page.endswith("</details>")
+        seen = _VisibleText()
+        seen.feed(page)
+        assert seen.words == folded.caption.split() and not seen.table_widths
+        assert repr(folded) == f"{folded.caption}\n{folded.text}"
+    assert "&lt;x&gt;" in profiling.Folded("<x>", "t")._repr_html_()

@@ -11,23 +11,24 @@ they return the same tensor:
 - ``augment_one``: one image at a time, as a per-sample ``Dataset.__getitem__`` does it;
 - ``augment_batch``: the whole batch in a few tensor operations, on whatever device it is on.
 
-Below them, the rest of the notebook's setup (the images, the model, endless loaders) and the
-small readers that turn a finished profile into tables: the time of each labelled phase per step,
-the operators called inside a label, the Python line behind an operator, cProfile's top functions.
+Below them, the rest of the notebook's setup (the images, the model) and the small readers that
+turn a finished profile into tables: the time of each labelled phase per step, the operators called
+inside a label, the Python line behind an operator, cProfile's top functions; and ``Folded``, which
+shows a long text (a full profiler table, a function's source) only on a click.
 """
 from __future__ import annotations
 
 import bisect
+import html
 import pstats
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
-from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
+from torch.utils.data import Dataset
 
 from .trace import is_gpu_work
 from .units import format_seconds
@@ -39,7 +40,6 @@ GRAY = (0.299, 0.587, 0.114)   # RGB weights of the grayscale mean that contrast
 MEAN = (0.49, 0.48, 0.45)
 STD = (0.25, 0.24, 0.26)
 SAMPLE_LABEL = "data: augment one sample"
-PREFETCH = 2         # batches each worker of endless_batches prepares ahead (DataLoader's default)
 
 
 def trace_dir() -> Path:
@@ -154,24 +154,6 @@ def small_cnn(channels: int, device: torch.device | str) -> nn.Module:
         nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(2 * channels * (SIZE // 4) ** 2, 10),
     ).to(device)
-
-
-def endless_batches(dataset: Dataset, batch: int, device: torch.device | str,
-                    num_workers: int = 0) -> Iterator:
-    """Random batches from a DataLoader, drawn for ever (``next()`` as often as a loop likes);
-    workers, when asked for, start once and stay (persistent), each ``PREFETCH`` batches ahead;
-    pinned memory only for CUDA."""
-    sampler = RandomSampler(dataset, replacement=True, num_samples=2**31 - 1)
-    loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=num_workers,
-                        pin_memory=torch.device(device).type == "cuda" and num_workers > 0,
-                        persistent_workers=num_workers > 0, prefetch_factor=PREFETCH if num_workers else None)
-    return iter(loader)
-
-
-def endless_indices(n: int, batch: int) -> Iterator[torch.Tensor]:
-    """Random batches of indices into ``n`` samples, for ever: a batched pipeline's sampler."""
-    for indices in BatchSampler(RandomSampler(range(n), replacement=True, num_samples=2**31 - 1), batch, False):
-        yield torch.tensor(indices)
 
 
 # ---------------------------------------------------------------- reading a finished profile
@@ -330,3 +312,22 @@ def cprofile_function(profile, function: str) -> tuple[int, float, float]:
     calls, cumulative = (sum(c for c, _ in found), sum(t for _, t in found))
     return calls, cumulative, cumulative / total if total else 0.0
 
+
+class Folded:
+    """A long text shown folded in Jupyter: its caption, and the text on a click (a profiler's full
+    ``key_averages().table()``, a function's source). ``language``: highlight it as that language."""
+
+    def __init__(self, text: str, caption: str, language: str | None = None):
+        self.text, self.caption, self.language = text, caption, language
+
+    def _repr_html_(self) -> str:
+        if self.language:
+            from IPython.display import Code
+
+            body = Code(self.text, language=self.language)._repr_html_()
+        else:
+            body = f"<pre>{html.escape(self.text)}</pre>"
+        return f"<details><summary>{html.escape(self.caption)}</summary>{body}</details>"
+
+    def __repr__(self) -> str:
+        return f"{self.caption}\n{self.text}"
