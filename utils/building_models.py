@@ -62,14 +62,6 @@ class SmallCNN(nn.Module):
         return self.classifier(self.pool(self.features(x)).flatten(1))
 
 
-def conv_bn_stack(channels: int, blocks: int, bias: bool) -> nn.Sequential:
-    """``blocks`` times Conv2d(channels, channels, 3) -> BatchNorm2d -> ReLU, the conv with or without bias."""
-    layers = []
-    for _ in range(blocks):
-        layers += [nn.Conv2d(channels, channels, 3, padding=1, bias=bias), nn.BatchNorm2d(channels), nn.ReLU()]
-    return nn.Sequential(*layers)
-
-
 def training_step(model: nn.Module, inputs: torch.Tensor) -> Callable[[], None]:
     """A forward + backward step of ``model`` on ``inputs`` (in train mode); the gradients are returned
     by ``torch.autograd.grad``, not accumulated in ``.grad``."""
@@ -80,18 +72,10 @@ def training_step(model: nn.Module, inputs: torch.Tensor) -> Callable[[], None]:
     return step
 
 
-def load_report(model: nn.Module, state: dict) -> str:
-    """``model.load_state_dict(state, strict=False)`` in one line: what it returned (key lists of more
-    than four names as counts), or the first reason it raised."""
-    try:
-        result = model.load_state_dict(state, strict=False)
-    except RuntimeError as err:
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-        return f"RuntimeError: {lines[1] if len(lines) > 1 else lines[0]}"  # one line, both shapes: the point
-
-    def listed(keys):
-        return keys if len(keys) <= 4 else f"{len(keys)} keys, e.g. {keys[:2]}"
-    return f"missing: {listed(result.missing_keys)}; unexpected: {listed(result.unexpected_keys)}"
+def keys_report(result) -> str:
+    """What ``load_state_dict(..., strict=False)`` returned, in one line: how many keys were missing
+    and how many unexpected."""
+    return f"{len(result.missing_keys)} missing, {len(result.unexpected_keys)} unexpected"
 
 
 def saved(obj) -> io.BytesIO:
@@ -114,10 +98,9 @@ def registry_row(model: nn.Module) -> dict:
     against what its forward() uses."""
     used = linear_layers(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    return {"model": type(model).__name__, "Linear layers in forward()": len(used),
-            "tensors forward() needs": sum(len(list(m.parameters())) for m in used),
-            "model.parameters()": len(list(model.parameters())), "state_dict() entries": len(model.state_dict()),
-            "tensors in the optimizer": sum(len(g["params"]) for g in optimizer.param_groups)}
+    return {"model": type(model).__name__, "tensors forward() uses": sum(len(list(m.parameters())) for m in used),
+            "parameters()": len(list(model.parameters())), "state_dict()": len(model.state_dict()),
+            "optimizer": sum(len(g["params"]) for g in optimizer.param_groups)}
 
 
 def moved_forward(model_cls: type, **to_kwargs) -> str:
@@ -127,10 +110,10 @@ def moved_forward(model_cls: type, **to_kwargs) -> str:
     def forward() -> str:
         out = model(torch.ones(4, 2, **to_kwargs))
         return f"ok: {out.dtype}, on {out.device}"
-    return attempt(forward)
+    return attempt(forward, limit=60)
 
 
-def init_table(model: nn.Module) -> Table:
+def init_table(model: nn.Module, folded: bool = False) -> Table:
     """For each Conv2d, Linear and BatchNorm2d: the initialization expected from the loop in the
     notebook, and the statistics measured on the weights."""
     rows = []
@@ -146,21 +129,22 @@ def init_table(model: nn.Module) -> Table:
         elif isinstance(m, nn.BatchNorm2d):
             rows.append({"layer": name, "init": "weight 1, bias 0", "expected std": "-",
                          "measured": f"weight 1: {bool((m.weight == 1).all())}, bias 0: {bool((m.bias == 0).all())}"})
-    return Table(rows, caption="Initialization applied through modules()")
+    return Table(rows, caption=f"Initialization through modules(): {len(rows)} layers", folded=folded)
 
 
 def tensor_table(module: nn.Module, names: list[str], caption: str = "") -> Table:
-    """Where each named tensor attribute of ``module`` goes: parameters(), state_dict(), and its
-    dtype after ``.to(torch.float64)`` (applied to a copy of the module)."""
-    params = {id(p) for p in module.parameters()}
+    """Where each named tensor attribute of ``module`` goes: state_dict(), and its dtype after
+    ``.to(torch.float64)`` (applied to a copy of the module)."""
     state = module.state_dict()
     moved = copy.deepcopy(module).to(torch.float64)
-    return Table([{"tensor": name, "in parameters()": id(getattr(module, name)) in params, "in state_dict()": name in state,
-                   "dtype after .to(torch.float64)": getattr(moved, name).dtype} for name in names], caption=caption)
+    return Table([{"tensor": name, "in state_dict()": name in state,
+                   "after .to(float64)": str(getattr(moved, name).dtype).removeprefix("torch.")} for name in names],
+                 caption=caption)
 
 
-def eval_table(classes: list[type], x: torch.Tensor) -> Table:
-    """Each model class, seeded and in eval mode: do two calls agree, and what share is zeroed."""
+def eval_table(classes: list[type], x: torch.Tensor, folded: bool = False) -> Table:
+    """Each model class, seeded and in eval mode: do two calls agree, and what share is zeroed (the
+    caption gives the shares)."""
     rows = []
     for cls in classes:
         torch.manual_seed(0)
@@ -168,7 +152,8 @@ def eval_table(classes: list[type], x: torch.Tensor) -> Table:
         a, b = m(x), m(x)
         rows.append({"model, in eval()": cls.__name__, "two calls agree": torch.equal(a, b),
                      "outputs zeroed": f"{(a == 0).float().mean().item():.0%}"})
-    return Table(rows, caption="Dropout after model.eval() (ReLU alone zeroes about half the outputs)")
+    zeroed = ", ".join(f"{row['model, in eval()']} {row['outputs zeroed']}" for row in rows)
+    return Table(rows, caption=f"Outputs zeroed after model.eval(): {zeroed}", folded=folded)
 
 
 def _first_output(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -182,7 +167,7 @@ def _state_changes(module: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, to
     return first, second, any(not torch.equal(before[k], v) for k, v in module.state_dict().items())
 
 
-def train_eval_table() -> Table:
+def train_eval_table(folded: bool = False) -> Table:
     """Dropout, BatchNorm, a 2-layer LSTM with dropout and a Transformer layer, called twice on the
     same input in train() and in eval() mode."""
     torch.manual_seed(0)
@@ -201,11 +186,12 @@ def train_eval_table() -> Table:
         rows.append({"module": name, "train: calls agree": torch.equal(t1, t2), "eval: calls agree": torch.equal(e1, e2),
                      "train output == eval output": torch.allclose(t1, e1),
                      "state changed in train / eval": f"{moved_train} / {moved_eval}"})
-    return Table(rows, caption="The same input, twice in train() and twice in eval()")
+    return Table(rows, caption="train() vs eval(), module by module", folded=folded)
 
 
-def conv_size_table(formula: Callable[..., int]) -> Table:
-    """``formula(h, k, s, p, d)`` against real Conv2d/MaxPool2d layers for everyday configurations."""
+def conv_size_table(formula: Callable[..., int], folded: bool = False) -> Table:
+    """``formula(h, k, s, p, d)`` against real Conv2d/MaxPool2d layers for everyday configurations; the
+    caption counts the matches."""
     configs = [  # (label, layer, H in, (kernel, stride, padding, dilation))
         ("3x3, s1, p1 (keeps the size)", nn.Conv2d(1, 1, 3, 1, 1), 32, (3, 1, 1, 1)),
         ("1x1, s1, p0 (keeps the size)", nn.Conv2d(1, 1, 1), 32, (1, 1, 0, 1)),
@@ -223,7 +209,8 @@ def conv_size_table(formula: Callable[..., int]) -> Table:
         actual = layer(torch.zeros(1, 1, h, h)).shape[-1]
         rows.append({"configuration": label, "H in": h, "formula": formula(h, k, s, p, d), "real layer": actual,
                      "match": formula(h, k, s, p, d) == actual})
-    return Table(rows, caption="floor((H + 2p - d(k - 1) - 1) / s) + 1 against real layers")
+    matching = sum(row["match"] for row in rows)
+    return Table(rows, caption=f"The formula against real layers: {matching} of {len(rows)} match", folded=folded)
 
 
 def gap_table(sizes: list[tuple[int, int]]) -> Table:
@@ -237,9 +224,9 @@ def gap_table(sizes: list[tuple[int, int]]) -> Table:
     with torch.inference_mode():
         for size in sizes:
             x = torch.randn(1, 3, *size)
-            rows.append({"input H x W": f"{size[0]} x {size[1]}", "feature map": tuple(gap_net.features(x).shape[1:]),
-                         "GAP head": attempt(lambda: gap_net(x)), "Flatten + Linear head": attempt(lambda: flat_net(x))})
-    return Table(rows, caption="A GAP head takes any input size; a Flatten head only the size it was built for (32 x 32)")
+            rows.append({"input H x W": f"{size[0]} x {size[1]}", "GAP head": attempt(lambda: tuple(gap_net(x).shape)),
+                         "Flatten head": attempt(lambda: tuple(flat_net(x).shape), brief=True)})
+    return Table(rows, caption="Heads on other sizes (Flatten built for 32 x 32)")
 
 
 def step_changes(model: nn.Module, optimizer: torch.optim.Optimizer, images: torch.Tensor,
@@ -256,13 +243,14 @@ def step_changes(model: nn.Module, optimizer: torch.optim.Optimizer, images: tor
 
     def share(keys):
         keys = list(keys)
-        return f"{sum(k in changed for k in keys)} of {len(keys)}"
-    return {"head parameters changed": share(k for k in params if k.startswith(head)),
-            "backbone parameters changed": share(k for k in params if not k.startswith(head)),
-            "BatchNorm buffers changed": share(k for k in before if k not in params)}
+        return f"{sum(k in changed for k in keys)} / {len(keys)}"
+    return {"head tensors changed": share(k for k in params if k.startswith(head)),
+            "backbone": share(k for k in params if not k.startswith(head)),
+            "BatchNorm buffers": share(k for k in before if k not in params)}
 
 
-def group_step_table(optimizer: torch.optim.SGD, loss_fn: Callable[[], torch.Tensor], names: list[str]) -> Table:
+def group_step_table(optimizer: torch.optim.SGD, loss_fn: Callable[[], torch.Tensor], names: list[str],
+                     folded: bool = False) -> Table:
     """One plain-SGD step; for each parameter group, |update| / |grad| per tensor (median), which
     recovers the learning rate the group really used."""
     before = [[p.detach().clone() for p in g["params"]] for g in optimizer.param_groups]
@@ -276,4 +264,4 @@ def group_step_table(optimizer: torch.optim.SGD, loss_fn: Callable[[], torch.Ten
         rows.append({"group": name, "tensors": len(group["params"]),
                      "parameters": sum(p.numel() for p in group["params"]), "lr set": group["lr"],
                      "measured |update| / |grad|": f"{ratio.median().item():.2e}"})
-    return Table(rows, caption="Per-group learning rates, checked on one SGD step")
+    return Table(rows, caption="Per-group learning rates, checked", folded=folded)

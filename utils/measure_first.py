@@ -1,17 +1,19 @@
-"""Setup for notebook 00 (measure first): one draw from each random generator, the determinism
-switches, the CUDA_VISIBLE_DEVICES child processes, single synchronized calls and the clocks of
-T005, assert_close outcomes and the project's pins. The lessons are in the notebook; this is the
-scaffolding around them.
+"""Setup for notebook 00 (measure first): one draw from each random generator, the runner of the
+CUDA_VISIBLE_DEVICES child processes, single synchronized calls of T005, assert_close outcomes and
+the project's pins. The lessons (the seeding, the child's own lines, the clocks) are in the
+notebook; this is the scaffolding around them.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
-import time
+import textwrap
 import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -24,9 +26,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from packaging.requirements import Requirement
 
 from .bench import is_quick, one_call
-from .device import synchronize
 from .tables import Table
-from .units import format_number, format_ratio, format_seconds
+from .units import format_ratio, format_seconds
 
 
 def first_sentence(message: str, limit: int = 100) -> str:
@@ -44,77 +45,55 @@ def draws() -> dict[str, str]:
             "torch.rand(1)": f"{torch.rand(1).item():.6f}"}
 
 
-def seeded_rand(device: str, seed: int = 0) -> list[float]:
-    """``torch.manual_seed(seed)``, then three uniform numbers drawn on ``device``."""
-    torch.manual_seed(seed)
-    return [round(v, 4) for v in torch.rand(3, device=device).tolist()]
-
-
-def determinism_flags() -> dict[str, bool]:
-    """The three switches of T002, as they are now."""
-    return {"cudnn.benchmark": torch.backends.cudnn.benchmark,
-            "cudnn.deterministic": torch.backends.cudnn.deterministic,
-            "deterministic algorithms": torch.are_deterministic_algorithms_enabled()}
-
-
 # ---------------------------------------------------------------- T003
 
-# Each child ends with CUDA_VISIBLE_DEVICES="" and then tries what counts: a tensor on cuda.
-_CHILD = r"""
-import json, os, sys
-when = sys.argv[1]
-if when == "before":
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
-import torch
-report = {"is_available": torch.cuda.is_available()}
-if when != "before":
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
-report["count_before"] = torch.cuda.device_count()
-try:
-    report["tensor"] = str(torch.ones(1, device="cuda").device)
-except Exception as err:
-    first = (str(err).strip().splitlines() or [""])[0].split(". ")[0][:80]
-    report["tensor"] = "failed (" + type(err).__name__ + ": " + first + ")"
-report["count_after"] = torch.cuda.device_count()
-print(json.dumps(report))
-"""
-CHILDREN = {"before": "sets it before import torch",
-            "after": "is_available(), then sets it",
+CHILDREN = {"before": "CUDA_VISIBLE_DEVICES set before import torch",
+            "after": "set after is_available()",
             "nvml": "as after, with PYTORCH_NVML_BASED_CUDA_CHECK=1"}
+# Appended to the child's source: call it, keep what it saw before an error, print it as JSON.
+_CALL = """
+import json, sys
+seen = {{}}
+try:
+    {name}(sys.argv[1], seen)
+except Exception as err:
+    first = (str(err).strip().splitlines() or [""])[0].split(". ")[0][:60]
+    seen["tensor on cuda"] = type(err).__name__ + ": " + first
+print(json.dumps(seen, default=str))
+"""
 
 
-def visibility_children(run: bool | None = None, timeout: float = 120) -> Table:
-    """Run the three T003 children side by side (fresh Pythons, so this kernel's CUDA state cannot
-    leak in): one row each, with what is_available() and device_count() said and whether a tensor
-    could be created on cuda. ``run=False`` lists them without starting them: three torch imports
-    cost seconds on a small CPU. By default (``None``) they run unless the notebook is in QUICK mode
-    without a usable GPU, where every child fails alike."""
+def visibility_children(child: Callable[[str, dict], None], run: bool | None = None, timeout: float = 120) -> Table:
+    """Run ``child(when, seen)``, a function of the notebook, in three fresh Pythons side by side (so
+    this kernel's CUDA state cannot leak in), one per key of ``CHILDREN``; the "nvml" one with
+    ``PYTORCH_NVML_BASED_CUDA_CHECK=1``. The child fills ``seen`` as it goes; an error it raises
+    fills the column "tensor on cuda". One row each. ``run=False`` lists them without starting them:
+    three torch imports cost seconds on a small CPU. By default (``None``) they run unless the
+    notebook is in QUICK mode without a usable GPU, where every child fails alike (then the table
+    is folded: nothing to read but its caption)."""
     if run is None:
         run = torch.cuda.is_available() or not is_quick()
-    caption = 'Three processes, each ending with CUDA_VISIBLE_DEVICES="" before it creates a CUDA tensor'
+    caption = 'CUDA_VISIBLE_DEVICES="" in three fresh processes'
     if not run:
-        return Table([{"child": when, "what it does": what, "tensor on cuda": "not run"}
-                      for when, what in CHILDREN.items()], caption=caption + " (not run: QUICK mode, no usable GPU)")
+        return Table([{"child": when, "what it does": what} for when, what in CHILDREN.items()],
+                     caption="Children: not run (QUICK, no GPU)", folded=True)
+    script = textwrap.dedent(inspect.getsource(child)) + _CALL.format(name=child.__name__)
     procs = {}
     for when in CHILDREN:
         env = {k: v for k, v in os.environ.items() if k != "PYTORCH_NVML_BASED_CUDA_CHECK"}
         if when == "nvml":
             env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-        procs[when] = subprocess.Popen([sys.executable, "-c", _CHILD, when], stdout=subprocess.PIPE,
+        procs[when] = subprocess.Popen([sys.executable, "-c", script, when], stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True, env=env)
     rows = []
-    for when, child in procs.items():
-        out, err = child.communicate(timeout=timeout)
+    for when, proc in procs.items():
+        out, err = proc.communicate(timeout=timeout)
         lines = out.strip().splitlines()
-        if child.returncode == 0 and lines:
-            report = json.loads(lines[-1])
+        if proc.returncode == 0 and lines:
+            seen = json.loads(lines[-1])
         else:  # the child itself broke: show why instead of a row of guesses
-            report = {"tensor": f"child failed ({child.returncode}): {err.strip()[-120:]}"}
-        rows.append({"child": when, "what it does": CHILDREN[when],
-                     "is_available()": report.get("is_available", "-"),
-                     "device_count() before the tensor": report.get("count_before", "-"),
-                     "tensor on cuda": report["tensor"],
-                     "device_count() after": report.get("count_after", "-")})
+            seen = {"tensor on cuda": f"child failed ({proc.returncode}): {err.strip()[-80:]}"}
+        rows.append({"child": when, **seen})
     return Table(rows, caption=caption)
 
 
@@ -161,49 +140,22 @@ def spread_figure(seconds: np.ndarray, marks: dict[str, float], title: str):
     return fig
 
 
-def clock_readings(fn: Callable[[], object], device: torch.device, flop: float, calls: int = 20) -> list[dict]:
-    """Time ``calls`` calls of ``fn`` three ways: ``perf_counter`` without synchronizing (the clock
-    stops once the work is queued), ``perf_counter`` after synchronizing, and CUDA events (which
-    the GPU timestamps itself; CUDA only). One row per clock, with the FLOP/s each implies."""
-    fn()
-    synchronize(device)                                        # warm-up done, queue empty
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    unsynchronized = (time.perf_counter() - start) / calls
-    synchronize(device)
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    synchronize(device)
-    synchronized = (time.perf_counter() - start) / calls
-    events = None
-    if device.type == "cuda":
-        with torch.cuda.device(device):                        # events go on the current device's stream
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-        events = begin.elapsed_time(end) / 1e3 / calls         # elapsed_time is in milliseconds
-
-    def row(clock: str, seconds: float | None) -> dict[str, str]:
-        return {"clock": clock, "per call": format_seconds(seconds) if seconds else "needs a CUDA GPU",
-                "implied GFLOP/s": format_number(flop / seconds / 1e9) if seconds else "-"}
-    return [row("perf_counter, no synchronize", unsynchronized), row("perf_counter after synchronize", synchronized),
-            row("CUDA events", events)]
-
-
 # ---------------------------------------------------------------- T007
 
 def assert_close_outcome(actual: torch.Tensor, expected: torch.Tensor, **tolerances) -> str:
-    """'passes', or 'fails:' and the first lines of assert_close's message."""
+    """'passes', or 'fails:' and what failed, short: the mismatched count, the attribute that differs
+    (dtype, device, shape), or the first sentence of assert_close's message."""
     try:
         torch.testing.assert_close(actual, expected, **tolerances)
         return "passes"
     except AssertionError as err:
-        return "fails: " + " ".join(line.strip() for line in str(err).strip().splitlines()[:3])
+        lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+        mismatched = next((line for line in lines if line.startswith("Mismatched elements:")), None)
+        if mismatched:
+            return "fails: " + mismatched.removeprefix("Mismatched elements:").strip().split(" (")[0] + " mismatched"
+        first = lines[0] if lines else ""
+        attribute = re.search(r"attribute '(\w+)'", first)
+        return f"fails: {attribute[1]} differs" if attribute else "fails: " + first_sentence(first, 60)
 
 
 # ---------------------------------------------------------------- T011
@@ -220,5 +172,6 @@ def pins(pyproject: Path) -> Table:
                 have = "not installed"
             rows.append({"package": req.name, "pinned": str(req.specifier) or "(any)", "installed": have,
                          "matches": have != "not installed" and req.specifier.contains(have, prereleases=True)})
-    return Table(rows, caption=f"{pyproject.name}'s pins against the running environment"
-                               + ("" if rows else f" ({pyproject} not found)"))
+    matching = sum(row["matches"] is True for row in rows)
+    return Table(rows, caption=f"{pyproject.name}: {matching} of {len(rows)} pins match"
+                               + ("" if rows else f" ({pyproject} not found)"), folded=True)

@@ -1,6 +1,6 @@
 """Setup for notebook 01 (tensors and devices): the CPU work of a step, a model and an epoch of
-batches for the metrics demo, and the sync-point checker. The lessons are in the notebook; this
-is the scaffolding around them.
+batches for the metrics demo, and the table of which calls warned in sync debug mode. The lessons
+are in the notebook; this is the scaffolding around them.
 """
 from __future__ import annotations
 
@@ -47,26 +47,18 @@ def labelled_batches(batches: int, batch: int, features: int, classes: int,
             for _ in range(batches)]
 
 
-def sync_points(ops: dict[str, Callable[[torch.Tensor], object]], device: torch.device) -> Table:
-    """Which of ``ops`` (applied to a CUDA tensor) make the CPU wait, read from
-    ``torch.cuda.set_sync_debug_mode("warn")``; on other devices the column says it needs CUDA."""
+def sync_points(ops: dict[str, Callable[[], object]], device: torch.device) -> Table:
+    """Which of ``ops`` made the CPU wait: on CUDA, with ``torch.cuda.set_sync_debug_mode("warn")``
+    switched on by the caller, the calls that warned of a synchronizing operation. On other devices
+    nothing can be checked: a folded table lists the calls."""
     if device.type != "cuda":
-        return Table([{"operation": label, "synchronizes": "needs a CUDA GPU to check"} for label in ops],
-                     caption=f"Sync points: not checked on {device.type}")
-    v = torch.randn(1000, device=device)
+        return Table([{"operation": label} for label in ops], caption=f"Sync points: not checked on {device.type}",
+                     folded=True)
     rows = []
-    with warnings.catch_warnings():
-        # set_sync_debug_mode announces once that it is a prototype: silence that notice only
-        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            for label, op in ops.items():
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    op(v)
-                rows.append({"operation": label,
-                             "synchronizes": any("synchronizing CUDA operation" in str(w.message) for w in caught)})
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
+    for label, op in ops.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            op()
+        rows.append({"operation": label,
+                     "synchronizes": any("synchronizing CUDA operation" in str(w.message) for w in caught)})
     return Table(rows, caption="torch.cuda.set_sync_debug_mode('warn') on this GPU")
-
