@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from utils import plots, profiling
-from utils.tables import attempt
+from utils.tables import Folded, attempt
 
 
 def _images(n=6, seed=0):
@@ -222,12 +222,12 @@ def test_folded_text_shows_only_its_caption_until_opened():
     """A full profiler table or a function's source: the caption is all a learner sees before a click."""
     from utils.lesson_shape import _VisibleText
 
-    for folded in (profiling.Folded("Name  Self CPU\naten::mm  1.2ms <x>", "Full table"),
-                   profiling.Folded("def f(x):\n    return x + 1\n", "Per-sample code", language="python")):
+    for folded in (Folded("Name  Self CPU\naten::mm  1.2ms <x>", "Full table"),
+                   Folded("def f(x):\n    return x + 1\n", "Per-sample code", language="python")):
         page = folded._repr_html_()
         assert page.startswith(f"<details><summary>{folded.caption}</summary>") and page.endswith("</details>")
         seen = _VisibleText()
         seen.feed(page)
         assert seen.words == folded.caption.split() and not seen.table_widths
         assert repr(folded) == f"{folded.caption}\n{folded.text}"
-    assert "&lt;x&gt;" in profiling.Folded("<x>", "t")._repr_html_()
+    assert "&lt;x&gt;" in Folded("<x>", "t")._repr_html_()

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
+from .bench import is_quick
 from .units import format_seconds
 
 try:
@@ -237,8 +238,6 @@ def first_batch_seconds(loader: DataLoader) -> str:
     """One timed run: ``iter(loader)`` until the first batch (its workers start, and stop again
     afterwards). A single run: an order of magnitude, not a median. In QUICK mode only ``fork``
     workers are timed: the other start methods take seconds."""
-    from .bench import is_quick
-
     context = loader.multiprocessing_context
     method = context.get_start_method() if context is not None else multiprocessing.get_start_method()
     if method != "fork" and is_quick():

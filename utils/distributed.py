@@ -43,14 +43,15 @@ import types
 import weakref
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-if TYPE_CHECKING:  # types only: the grader's sandbox imports this module and needs none of the toolkit
-    from .present import Result
+from . import bench
+from .present import Result
+from .records import Record
 
 __all__ = ["Lockstep", "RankError", "Ranks", "card", "classification_batch", "compare", "cpu_group",
            "free_port", "gradient_gap", "loopback_interface", "mlp", "rank_device", "regression_batch",
@@ -301,8 +302,6 @@ class Ranks:
     ``worker_env(threads)``; ``stop`` ends it (so does the end of this process)."""
 
     def __init__(self, nproc: int = 2, *, threads: int = 1, timeout: float = 600.0):
-        from . import bench
-
         self.nproc, self.timeout, self._jobs = nproc, timeout, 0
         self.folder = Path(tempfile.mkdtemp(prefix="course10-"))
         self.command = torchrun_command(__name__, "serve", self.folder, *(["--quick"] if bench.is_quick() else []),
@@ -417,8 +416,6 @@ def serve(folder: Path, quick: bool = False) -> None:
     """A rank's loop (``python -m utils.distributed serve FOLDER`` under torchrun): run each job the
     notebook writes to ``FOLDER/job-<n>.json``, write ``result-<n>-<rank>.json``, until a stop job,
     the notebook's end, or an hour without work; then leave the process group and exit."""
-    from . import bench
-
     bench.configure(quick)
     rank, parent = int(os.environ["RANK"]), int(os.environ.get(PARENT_ENV, "0"))
     job, idle_since, checked = 0, time.monotonic(), time.monotonic()
@@ -582,8 +579,6 @@ def compare(tip: str, *variants, alone: tuple[str, ...] = (), **options) -> list
     (``rank_device``) and, on the CPU, the comparison is a host-side one (``host=True``: gloo runs on
     the CPU whatever GPUs the machine has), unless ``options`` say otherwise. Returns rank 0's
     records as plain dicts (``card`` shows them in the notebook), None on the other ranks."""
-    from . import bench
-
     options.setdefault("device", rank_device())
     options.setdefault("host", torch.device(options["device"]).type == "cpu")
     lockstep = Lockstep([variant[1] for variant in variants], cpu_group())
@@ -601,9 +596,6 @@ def compare(tip: str, *variants, alone: tuple[str, ...] = (), **options) -> list
 
 def card(results: list) -> Result:
     """The card of a comparison that ran on the ranks (``compare``), from the records rank 0 wrote."""
-    from .present import Result
-    from .records import Record
-
     return Result.recorded([Record(**row) for row in next(r for r in results if r is not None)])
 
 

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from .bench import is_quick
 from .comparison import Comparison
 from .memory import peak_memory
 from .simulated_cuda import simulate_cuda
@@ -246,7 +247,6 @@ def segment_curves(checkpoint_segments: Callable, depths: tuple[int, ...], batch
     follows the course's mode, ``bench.is_quick()``), and k, the activations one block keeps,
     measured from the plain step (in units of one batch x width tensor)."""
     if quick is None:
-        from .bench import is_quick
         quick = is_quick()
     activation = batch * width * 4
     curves = {}

@@ -19,7 +19,6 @@ shows a long text (a full profiler table, a function's source) only on a click.
 from __future__ import annotations
 
 import bisect
-import html
 import pstats
 import re
 from pathlib import Path
@@ -311,23 +310,3 @@ def cprofile_function(profile, function: str) -> tuple[int, float, float]:
     found = [(calls, cumulative) for (_, _, name), (_, calls, _, cumulative, _) in stats.items() if name == function]
     calls, cumulative = (sum(c for c, _ in found), sum(t for _, t in found))
     return calls, cumulative, cumulative / total if total else 0.0
-
-
-class Folded:
-    """A long text shown folded in Jupyter: its caption, and the text on a click (a profiler's full
-    ``key_averages().table()``, a function's source). ``language``: highlight it as that language."""
-
-    def __init__(self, text: str, caption: str, language: str | None = None):
-        self.text, self.caption, self.language = text, caption, language
-
-    def _repr_html_(self) -> str:
-        if self.language:
-            from IPython.display import Code
-
-            body = Code(self.text, language=self.language)._repr_html_()
-        else:
-            body = f"<pre>{html.escape(self.text)}</pre>"
-        return f"<details><summary>{html.escape(self.caption)}</summary>{body}</details>"
-
-    def __repr__(self) -> str:
-        return f"{self.caption}\n{self.text}"

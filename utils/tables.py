@@ -83,6 +83,26 @@ class Table:
 
 
 
+class Folded:
+    """A long text shown folded in Jupyter: its caption, and the text on a click (a profiler's full
+    ``key_averages().table()``, a function's source). ``language``: highlight it as that language."""
+
+    def __init__(self, text: str, caption: str, language: str | None = None):
+        self.text, self.caption, self.language = text, caption, language
+
+    def _repr_html_(self) -> str:
+        if self.language:
+            from IPython.display import Code
+
+            body = Code(self.text, language=self.language)._repr_html_()
+        else:
+            body = f"<pre>{html.escape(self.text)}</pre>"
+        return f"<details><summary>{html.escape(self.caption)}</summary>{body}</details>"
+
+    def __repr__(self) -> str:
+        return f"{self.caption}\n{self.text}"
+
+
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)])\. ")
 
 
