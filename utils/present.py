@@ -26,7 +26,7 @@ from .verdict import Verdict, gpu_above_wall, launch_bound_reason, memory_verdic
 CARD = "course-card"  # the class of every card's <div> (utils.lesson_shape counts them)
 HEADLINE = "course-headline"  # the class of its headline's <span> (utils.lesson_shape counts its words)
 HEADLINE_WORDS = 20  # a headline's first sentence at most
-DETAILS = "Details: method, caveats, claims, references"
+DETAILS = "Details"  # the method, caveats, every verdict, the claims, the reference runs, a chart
 
 
 # ---------------------------------------------------------------- words from numbers
@@ -228,10 +228,18 @@ def table_rows(result: Comparison, compact: bool = False) -> list[dict[str, str]
             cells["peak memory"] = format_bytes(row.peak_bytes)
         cells.update({k: str(v) for k, v in row.extra.items()})
         verdict = time_verdict(result, row)
-        cells["verdict"] = (_memory_brief(result, row) if about_memory else verdict.text if compact
+        cells["verdict"] = (_memory_brief(result, row) if about_memory else _compact(verdict) if compact
                             else str(verdict))
         rows.append(cells)
     return rows
+
+
+def _compact(verdict: Verdict) -> str:
+    """A verdict for the compact table: "no clear difference (1.20x as fast)", the reason (runs
+    overlap, rounds disagree) left to the full table in the details."""
+    if verdict.kind == "no clear difference" and ", " in verdict.text:
+        return verdict.text.split(", ")[0] + ")"
+    return verdict.text
 
 
 def _memory_brief(result: Comparison, row: Timing) -> str:
@@ -414,7 +422,8 @@ class SweepResult(Sweep):
         first, last = self.comparisons[0], self.comparisons[-1]
         base, row, on = first.baseline.label, first.featured().label, f" on {first.device_name}"
         points = ", ".join(f"{_brief(c)} at {v}" for v, c in zip(self.values, self.comparisons))
-        ends = f"{_brief(first)} at {self.over} {self.values[0]}, {_brief(last)} at {self.values[-1]}"
+        at = f"{self.over}=" if " " not in self.over else f"{self.over} "   # "at d=2", "at matrix width 256"
+        ends = f"{_brief(first)} at {at}{self.values[0]}, {_brief(last)} at {self.values[-1]}"
         return fitted([f"{row} against {base}{on}, by {self.over}: {points}.", f"{row}{on}, by {self.over}: {points}.",
                        f"{row}{on}: {ends}.", f"{row}: {ends}."])
 
