@@ -1,15 +1,21 @@
 """Checks for 07_speed_knobs: amp_train_step (T088) and pad_to_multiple / pad_linear (T089).
 
-amp_train_step's clauses (the notebook's Exercise 1) and where each is checked:
-  1 old gradients cleared at the start, this step's (unscaled) ones left in .grad ........ amp_fresh
-  2 forward + loss under autocast with the dtype given, nothing else under it ............ amp_autocast
-  3 the weights stay float32 (during the forward pass too) ............................... amp_autocast, amp_scaled
-  4 one backward, on the scaled loss ...................................................... amp_scaled
-  5 one optimizer step with the unscaled gradients, then scaler.update() .................. amp_scaled
-    the step goes through scaler.step, which skips it when the gradients overflowed ....... amp_overflow
-  6 the loss (before the step, unscaled, computed under autocast) returned as a float ..... amp_autocast
-  the signature's defaults, device_type="cuda" and dtype=torch.float16 (read, not run) .. amp_autocast
-  and no torch function replaced ......................................................... every test
+amp_train_step's clauses (the notebook's Exercise 1: a mixed-precision step with gradient clipping) and
+where each is checked; "true" gradients are the loss's own, not the scaled loss's:
+  1 old gradients do not reach the step (on stale .grad the weights move as in the clean run) .... amp_fresh
+  2 forward + loss under autocast with the dtype given, nothing else (backward, step, update) ..... amp_autocast
+  3 the weights stay float32 (in the forward pass too; the update is exact in float32) .. amp_autocast, amp_scaled
+  4 one backward, on the loss times the scale .................................................... amp_scaled
+  5 the true gradients clipped to max_norm before the step: each weight moves by -lr * clip(true
+    gradient), the clip computed here from the grader's own gradients; clipping the scaled
+    gradients, clipping after the step or not clipping fail; above the norm, nothing is clipped ... amp_scaled
+  6 the optimizer given steps once, only through scaler.step ............................ amp_scaled, amp_overflow
+    so a step whose gradients overflowed is skipped; scaler.update() once, by its rules .. amp_overflow, amp_scaled
+  7 returns (loss, norm) as floats: the loss before the step, unscaled, computed under autocast ..... amp_autocast
+    and the true gradients' total norm before clipping (inf or nan after an overflow) ... amp_scaled, amp_overflow
+  8 when the call returns, .grad holds this step's true, clipped gradient (not None, not scaled) .... amp_fresh
+  the signature's defaults, device_type="cuda" and dtype=torch.float16 (read, not run) .......... amp_autocast
+  and no torch function replaced (clip_grad_norm_ and GradScaler.unscale_ among them) .............. every test
 pad_to_multiple (Exercise 2), all in pad_to_multiple: zeros appended along dim (negative dims, sizes that
 already are multiples, 0 included), dtype kept (float16, bfloat16, int64, float64), device kept under another
 default device, x unmodified, gradients flow back to x.
@@ -22,14 +28,16 @@ Exercise 2's tests also give nothing to an answer that replaced torch's function
 from __future__ import annotations
 
 import contextlib
+import math
 
 import torch
 import torch.nn.functional as F
 
 from . import AssignmentChecks, Evidence, Fail, close, equal, expect, probe_definitions, tensor, value
 
-STEP = "amp_train_step(model, batch, optimizer, scaler, 'cpu', {dtype})"
-RUNS = {"bfloat16": "", "float16": "", "overflow": " with a scale of {scale:g}, where the scaled loss overflows",
+STEP = "amp_train_step(model, batch, optimizer, scaler, {max_norm:g}, 'cpu', {dtype})"
+RUNS = {"bfloat16": "", "float16": "", "loose": "",
+        "overflow": " with a scale of {scale:g}, where the scaled loss overflows",
         "stale": " on parameters holding gradients from an earlier step"}
 
 
@@ -41,7 +49,9 @@ def inputs() -> dict:
     overflow_x = 1000 * x
     with torch.no_grad():
         overflow_y = net(overflow_x).argmin(dim=1)       # the least likely class: a loss of hundreds or more
+    # The true gradients' total norm is about 0.98: max_norm 0.5 clips them to about half, 5.0 leaves them.
     amp = {"state": state, "x": x, "y": torch.randint(0, 4, (8,)), "lr": 0.5, "init_scale": 1024.0,
+           "max_norm": 0.5, "loose_max_norm": 5.0,
            "overflow_x": overflow_x, "overflow_y": overflow_y, "overflow_scale": 2.0 ** 120}
     pad_cases = [
         {"x": torch.randn(2, 5, 3), "multiple": 8, "dim": 1},
@@ -108,9 +118,29 @@ def _reference(inputs: dict, dtype: str):
     return loss.item(), [g.float() for g in grads]
 
 
+def _total_norm(grads: list[torch.Tensor]) -> float:
+    """The 2-norm of all the gradients together (as torch.nn.utils.clip_grad_norm_ measures it)."""
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])).item()
+
+
+def _clipped(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
+    """``grads`` scaled together so that their total norm is at most ``max_norm`` (clip_grad_norm_'s rule)."""
+    factor = min(1.0, max_norm / (_total_norm(grads) + 1e-6))
+    return [g.float() * factor for g in grads]
+
+
+def _max_norm(name: str, inputs: dict) -> float:
+    amp = inputs["amp_train_step"]
+    return amp["loose_max_norm"] if name == "loose" else amp["max_norm"]
+
+
+def _dtype(name: str) -> str:
+    return "float16" if name == "float16" else "bfloat16"
+
+
 def _what(name: str, inputs: dict) -> str:
-    dtype = "torch.float16" if name == "float16" else "torch.bfloat16"
-    return STEP.format(dtype=dtype) + RUNS[name].format(scale=inputs["amp_train_step"]["overflow_scale"])
+    return (STEP.format(max_norm=_max_norm(name, inputs), dtype=f"torch.{_dtype(name)}")
+            + RUNS[name].format(scale=inputs["amp_train_step"]["overflow_scale"]))
 
 
 def _amp_untouched(evidence: Evidence, inputs: dict) -> None:
@@ -134,6 +164,10 @@ def _near(got: torch.Tensor, want: torch.Tensor, share: float = 0.03) -> bool:
     return bool((got.double() - want.double()).abs().max().item() <= bound)
 
 
+def _all_near(got: list[torch.Tensor], want: list[torch.Tensor], share: float = 0.03) -> bool:
+    return all(_near(g, w, share) for g, w in zip(got, want, strict=True))
+
+
 def _updates(rec: dict, inputs: dict, what: str) -> list[torch.Tensor]:
     before = list(inputs["amp_train_step"]["state"].values())
     params = rec["params"]
@@ -148,18 +182,33 @@ def _updates(rec: dict, inputs: dict, what: str) -> list[torch.Tensor]:
     return updates
 
 
-def _check_step(rec: dict, inputs: dict, grads: list[torch.Tensor], what: str, wrong: str) -> None:
+def _check_step(rec: dict, inputs: dict, grads: list[torch.Tensor], max_norm: float, what: str) -> None:
+    """The weights moved by one SGD step with the true gradients clipped to ``max_norm``; else, where the
+    update shows it, which common mistake moved them otherwise."""
     lr, scale = inputs["amp_train_step"]["lr"], inputs["amp_train_step"]["init_scale"]
     updates = _updates(rec, inputs, what)
-    wanted = [-lr * g for g in grads]
-    if all(_near(u, w) for u, w in zip(updates, wanted)):
+    norm = _total_norm(grads)
+    wanted = [-lr * g for g in _clipped(grads, max_norm)]
+    if _all_near(updates, wanted):
         return
     if all(bool((u == 0).all()) for u in updates):
-        raise Fail(f"{what}: the parameters did not change; step the optimizer through scaler.step(optimizer)")
-    if all(_near(u, scale * w) for u, w in zip(updates, wanted)):
-        raise Fail(f"{what}: the optimizer stepped with the scaled gradients; call scaler.step(optimizer), which "
-                   "unscales them before the step")
-    raise Fail(f"{what}: {wrong}")
+        raise Fail(f"{what}: the parameters did not change; the optimizer must step (through the scaler)")
+    if norm > max_norm and _all_near(updates, [-lr * g for g in grads]):
+        raise Fail(f"{what}: the weights moved by one step with the unclipped gradients (total norm {norm:.4g}, "
+                   f"above max_norm={max_norm:g}); clip them before the optimizer steps")
+    if _all_near(updates, [-lr * g / scale for g in _clipped([scale * g for g in grads], max_norm)]):
+        raise Fail(f"{what}: the weights moved far less than one step with the clipped true gradients: the "
+                   f"gradients were clipped while still multiplied by the scale ({scale:g}), so their norm was "
+                   f"{scale:g} times the true one ({norm:.4g}) and clipping cut them that much harder; clip the "
+                   "true gradients")
+    if _all_near(updates, [w * scale for w in wanted]):
+        raise Fail(f"{what}: the optimizer stepped with gradients still multiplied by the scale ({scale:g}); the "
+                   "step must use the true gradients, clipped")
+    if _all_near(updates, [w / scale for w in wanted]):
+        raise Fail(f"{what}: the weights moved by 1/{scale:g} of one step with the clipped true gradients: were the "
+                   "gradients divided by the scale twice?")
+    raise Fail(f"{what}: the parameters after the step differ from one SGD step (lr={lr:g}) with the true gradients "
+               f"clipped to a total norm of at most max_norm={max_norm:g} (their norm before clipping: {norm:.4g})")
 
 
 def _fits(g: torch.Tensor, dtype: torch.dtype) -> bool:
@@ -184,8 +233,9 @@ def _records(rec: dict, kind: str) -> list[dict]:
 
 
 def amp_autocast(evidence: Evidence, inputs: dict) -> None:
-    """Clauses 2, 3 and 6: the forward pass and the loss (only they) under autocast with the dtype given,
-    float32 weights throughout, and the loss they computed returned as a float; the signature's defaults."""
+    """Clauses 2, 3 and 7's loss: the forward pass and the loss (only they) under autocast with the dtype
+    given, float32 weights throughout, and the loss they computed returned as a float; the signature's
+    defaults."""
     defaults = value(evidence.probe("amp_train_step")["defaults"], "amp_train_step's signature")
     expect(defaults == {"device_type": "'cuda'", "dtype": "torch.float16"},
            f"amp_train_step's defaults are device_type={defaults['device_type']}, dtype={defaults['dtype']}; the "
@@ -211,7 +261,7 @@ def amp_autocast(evidence: Evidence, inputs: dict) -> None:
                f"{call}: the weights must stay float32 (autocast casts per operation); do not convert the model")
         expect(not any(r["autocast"] for r in _records(rec, "backward")),
                f"{call}: backward() ran under autocast; only the forward pass and the loss belong in the autocast "
-               "block: call scaler.scale(loss).backward() after leaving it")
+               "block: run the backward pass after leaving it")
         expect(not any(r["autocast"] for r in _records(rec, "optimizer_steps") + _records(rec, "scaler_steps")
                        + _records(rec, "updates")),
                f"{call}: the optimizer step or the scale update ran under autocast; only the forward pass and the "
@@ -223,63 +273,87 @@ def amp_autocast(evidence: Evidence, inputs: dict) -> None:
                f"{call}: the gradients show that the matrix products did not run in torch.{name}; run the forward "
                "pass under torch.autocast(device_type, dtype=dtype)")
         loss = rec["loss"]
-        expect(isinstance(loss, float), f"{call} should return the loss as a Python float (loss.item()), got {loss}")
+        expect(isinstance(loss, float),
+               f"{call} should return the pair (loss, norm) of Python floats; its loss came back as {loss}")
         want, _ = _reference(inputs, name)
         if abs(loss - want) <= 1e-5 * abs(want) + 1e-6:
             continue
         scale = inputs["amp_train_step"]["init_scale"]
         if min(abs(loss - want * s) for s in (scale, 2 * scale)) <= 1e-3 * abs(want) * scale:
-            raise Fail(f"{call} returned {loss:.6g}, the scaled loss; return the loss itself ({want:.6g})")
+            raise Fail(f"{call} returned the loss {loss:.6g}, the scaled loss; return the loss itself ({want:.6g})")
         for ratio in (0.5, 2.0):
             if abs(loss - ratio * want) <= 1e-3 * abs(want):
-                raise Fail(f"{call} returned {loss:.6g}, {ratio:g} times the loss before the step ({want:.6g}): was it "
-                           "unscaled with a scale that scaler.update() had already changed? Return loss.item()")
+                raise Fail(f"{call} returned the loss {loss:.6g}, {ratio:g} times the loss before the step "
+                           f"({want:.6g}): was it unscaled with a scale that scaler.update() had already changed? "
+                           "Return loss.item()")
         if abs(loss - want) <= 2e-2 * abs(want) and _fits(torch.tensor([loss]), getattr(torch, name)):
-            raise Fail(f"{call} returned {loss:.6g}, a loss computed in torch.{name} ({want:.6g} under autocast): "
-                       "compute the loss inside the autocast block too (autocast runs cross_entropy in float32)")
-        raise Fail(f"{call} returned {loss:.6g}, not the batch's loss before the step ({want:.6g})")
+            raise Fail(f"{call} returned the loss {loss:.6g}, a loss computed in torch.{name} ({want:.6g} under "
+                       "autocast): compute the loss inside the autocast block too (autocast runs cross_entropy in "
+                       "float32)")
+        raise Fail(f"{call} returned the loss {loss:.6g}, not the batch's loss before the step ({want:.6g})")
+
+
+def _check_norm(rec: dict, grads: list[torch.Tensor], max_norm: float, scale: float, what: str) -> None:
+    """Clause 7's norm: the true gradients' total norm before clipping, as a float."""
+    got, norm = rec["norm"], _total_norm(grads)
+    expect(isinstance(got, float),
+           f"{what} should return the pair (loss, norm) of Python floats; its norm came back as {got}")
+    if abs(got - norm) <= 1e-3 * norm:
+        return
+    if abs(got - scale * norm) <= 1e-3 * scale * norm:
+        raise Fail(f"{what} returned the norm {got:.6g}, that of the gradients multiplied by the scale ({scale:g}); "
+                   f"return the true gradients' total norm ({norm:.6g})")
+    if norm > max_norm and abs(got - max_norm) <= 1e-3 * max_norm:
+        raise Fail(f"{what} returned the norm {got:.6g}, the norm after clipping; return the true gradients' total "
+                   f"norm before clipping ({norm:.6g})")
+    raise Fail(f"{what} returned the norm {got:.6g}, expected the true gradients' total norm before clipping "
+               f"({norm:.6g})")
 
 
 def amp_scaled(evidence: Evidence, inputs: dict) -> None:
-    """Clauses 3, 4 and 5: one backward on the scaled loss; the optimizer given steps once with the unscaled
-    gradients (the float32 weights change by exactly that step); then scaler.update() sets the new scale."""
+    """Clauses 3 to 7: one backward on the scaled loss; the true gradients clipped to max_norm (and left
+    alone when max_norm is above their norm); the optimizer given steps once with them (the float32 weights
+    change by exactly that step); their norm before clipping returned; then scaler.update() sets the new
+    scale."""
     amp = inputs["amp_train_step"]
     lr, scale = amp["lr"], amp["init_scale"]
-    for name in ("bfloat16", "float16"):
+    # The run where nothing needs clipping first: there, clipping the scaled gradients and unscaling twice
+    # leave different updates (where clipping bites, both cut the step to 1/scale).
+    for name in ("loose", "bfloat16", "float16"):
         rec = _run(evidence, name, inputs)
-        what = _what(name, inputs)
-        _, grads = _reference(inputs, name)
+        what, max_norm = _what(name, inputs), _max_norm(name, inputs)
+        _, grads = _reference(inputs, _dtype(name))
         seen = rec["backward_grads"]
         expect(isinstance(seen, list) and len(seen) == len(grads) and all(g is not None for g in seen),
                f"{what}: backward() did not compute a gradient for every parameter")
         calls = [r["param"] for r in _records(rec, "backward")]
         expect(all(calls.count(i) == 1 for i in range(len(grads))),
-               f"{what}: backward() ran {max(calls.count(i) for i in range(len(grads)))} times; call "
-               "scaler.scale(loss).backward() once")
+               f"{what}: backward() ran {max(calls.count(i) for i in range(len(grads)))} times; run one backward "
+               "pass, on the scaled loss")
+        seen = [tensor(g, f"{what}: a gradient computed by backward()").float() for g in seen]
         for got, want in zip(seen, grads):
-            got = tensor(got, f"{what}: a gradient computed by backward()")
             expect(got.shape == want.shape,
                    f"{what}: a gradient has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-            if _near(got.float(), want):
-                raise Fail(f"{what}: backward() ran on the unscaled loss, so small float16 gradients would underflow; "
-                           "call scaler.scale(loss).backward()")
-            expect(_near(got.float() / scale, want),
-                   f"{what}: the gradients computed by backward() are not the scale ({scale:g}) times the true ones; "
-                   "call scaler.scale(loss).backward() once")
+        if _all_near(seen, grads):
+            raise Fail(f"{what}: backward() ran on the unscaled loss, so small float16 gradients would underflow; "
+                       "call scaler.scale(loss).backward()")
+        expect(_all_near([g / scale for g in seen], grads),
+               f"{what}: the gradients computed by backward() are not the scale ({scale:g}) times the true ones; "
+               "call scaler.scale(loss).backward() once")
         steps = _records(rec, "optimizer_steps")
         updates = _updates(rec, inputs, what)
         if not steps and any(bool((u != 0).any()) for u in updates):
             raise Fail(f"{what}: the parameters changed, but the optimizer passed in never stepped; step that "
-                       "optimizer (through scaler.step), do not make another")
-        _check_step(rec, inputs, grads, what, "the parameters after the step differ from one SGD step with the "
-                                              "unscaled gradients")
+                       "optimizer (through the scaler), do not make another")
+        _check_step(rec, inputs, grads, max_norm, what)
         expect(len(steps) == 1, f"{what}: the optimizer stepped {len(steps)} times; step it once, through "
                "scaler.step(optimizer)")
-        for update, start, got in zip(updates, amp["state"].values(), seen):
-            exact = (-lr * (got.float() * (1 / scale))).to(torch.float32)
-            expect(bool(((start + update) - (start + exact)).abs().max() <= 1e-6),
-                   f"{what}: the weights did not change by exactly one step with the unscaled gradients; keep them "
-                   "float32 all along (converting them to a lower precision and back loses their low bits)")
+        exact = _clipped([g * (1 / scale) for g in seen], max_norm)        # from the answer's own gradients
+        for update, start, g in zip(updates, amp["state"].values(), exact):
+            expect(bool(((start + update) - (start + (-lr * g))).abs().max() <= 1e-6),
+                   f"{what}: the weights did not change by exactly one step with the clipped true gradients; keep "
+                   "them float32 all along (converting them to a lower precision and back loses their low bits)")
+        _check_norm(rec, grads, max_norm, scale, what)
         expect(len(_records(rec, "updates")) == 1, f"{what}: scaler.update() was called "
                f"{len(_records(rec, 'updates'))} times; call it once, after scaler.step(optimizer): it grows or cuts "
                "the scale by the scaler's own rules (setting the scale yourself skips them)")
@@ -293,8 +367,9 @@ def amp_scaled(evidence: Evidence, inputs: dict) -> None:
 
 
 def amp_overflow(evidence: Evidence, inputs: dict) -> None:
-    """Clause 5's second half: the step goes through scaler.step, which steps the optimizer after a clean
-    backward and skips it when the scaled gradients overflowed; update() then cuts the scale."""
+    """Clause 6's second half and 7's overflowed norm: the step goes through scaler.step, which steps the
+    optimizer after a clean backward and skips it when the gradients overflowed; update() then cuts the
+    scale; the norm returned is inf or nan."""
     clean = _run(evidence, "bfloat16", inputs)
     steps = _records(clean, "optimizer_steps")
     expect(all(s["via_scaler"] for s in steps),  # no step at all: amp_scaled's business
@@ -315,26 +390,46 @@ def amp_overflow(evidence: Evidence, inputs: dict) -> None:
     expect(rec["scale"] == amp["overflow_scale"] / 2,
            f"{what}: after the overflow scaler.update() should halve the scale to {amp['overflow_scale'] / 2:g}, but it is "
            f"{rec['scale']:g}")
+    norm = rec["norm"]
+    if isinstance(clean["norm"], float):  # a norm that never is a float: amp_scaled's business
+        expect(isinstance(norm, float) and not math.isfinite(norm),
+               f"{what} returned the norm {norm}; the gradients overflowed, so their total norm is inf or nan: "
+               "return the norm measured on this step's gradients, before clipping")
 
 
 def amp_fresh(evidence: Evidence, inputs: dict) -> None:
-    """Clause 1: gradients from earlier steps are cleared before backward, and only then: when the call
-    returns, .grad holds this step's gradients, unscaled."""
+    """Clauses 1 and 8: gradients from earlier steps do not reach the step (the weights move as in the same
+    step from clean gradients), and when the call returns .grad holds this step's true, clipped gradients."""
+    amp = inputs["amp_train_step"]
+    lr, scale, max_norm = amp["lr"], amp["init_scale"], amp["max_norm"]
     _, grads = _reference(inputs, "bfloat16")
-    rec = _run(evidence, "stale", inputs)
-    _check_step(rec, inputs, grads, _what("stale", inputs),
-                "the old gradients leaked into this step; clear them first (optimizer.zero_grad())")
-    clean = _run(evidence, "bfloat16", inputs)
-    what = _what("bfloat16", inputs)
+    wanted = _clipped(grads, max_norm)
+    clean, what = _run(evidence, "bfloat16", inputs), _what("bfloat16", inputs)
+    clean_updates = _updates(clean, inputs, what)
+    stale = _run(evidence, "stale", inputs)
+    stale_updates = _updates(stale, inputs, _what("stale", inputs))
+    right = _all_near(stale_updates, [-lr * g for g in wanted])
+    # Where the step itself is wrong (amp_scaled's business), the same wrong step from stale gradients
+    # still shows whether they leaked in.
+    same = any(bool((u != 0).any()) for u in clean_updates) and _all_near(stale_updates, clean_updates, 1e-3)
+    expect(right or same, f"{_what('stale', inputs)}: the parameters moved differently than in the same step "
+           "from clean gradients: the old gradients leaked into this step; clear them first")
     after = clean["grads_after"]
     expect(isinstance(after, list) and len(after) == len(grads), f"{what}: the gradients after the call are missing")
-    for got, want in zip(after, grads):
+    for got, want, update in zip(after, wanted, clean_updates):
         expect(got is not None, f"{what}: after the call the parameters hold no gradient; clear the gradients at the "
                "start of the step (not at its end), so that this step's stay in .grad")
-        got = tensor(got, f"{what}: a gradient left in .grad")
-        expect(got.shape == want.shape and _near(got.float(), want),
-               f"{what}: after the call .grad does not hold this step's unscaled gradients; clear the gradients at "
-               "the start of the step only, and let scaler.step unscale them")
+        got = tensor(got, f"{what}: a gradient left in .grad").float()
+        expect(got.shape == want.shape, f"{what}: a gradient left in .grad has shape {tuple(got.shape)}, expected "
+               f"{tuple(want.shape)}")
+        applied = -update / lr                   # what the step used, where that is wrong (amp_scaled's business)
+        if _near(got, want) or (bool((update != 0).any()) and _near(got, applied)):
+            continue
+        expect(not _near(got / scale, want),
+               f"{what}: after the call .grad holds this step's gradients still multiplied by the scale ({scale:g}); "
+               "leave the true, clipped gradients there")
+        raise Fail(f"{what}: after the call .grad does not hold this step's true gradients clipped to max_norm; clear "
+                   "the gradients at the start of the step only")
 
 
 # ---- exercise 2: pad_to_multiple, pad_linear ------------------------------------------------------

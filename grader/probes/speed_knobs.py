@@ -37,6 +37,8 @@ _WATCHED = {
         ("torch", torch, ("is_autocast_enabled", "get_autocast_dtype", "autocast", "set_autocast_enabled")),
         ("torch.amp", torch.amp, ("autocast", "GradScaler")),
         ("torch.amp.GradScaler", torch.amp.GradScaler, ("scale", "unscale_", "step", "update", "get_scale")),
+        ("torch.nn.utils", nn.utils, ("clip_grad_norm_",)),
+        ("torch.nn.utils.clip_grad", nn.utils.clip_grad, ("clip_grad_norm_",)),
         ("torch.Tensor", torch.Tensor, ("backward", "register_hook")),
         ("torch.autograd", torch.autograd, ("backward", "grad")),
         ("torch.nn.functional", F, ("cross_entropy", "linear")),
@@ -82,8 +84,16 @@ def _int(value):
     return value if type(value) is int else f"<not an int: {type(value).__name__}>"
 
 
-def _loss_value(loss):
-    return float(loss) if isinstance(loss, float) else f"<not a float: {type(loss).__name__}>"
+def _float(value):
+    return float(value) if isinstance(value, float) else f"<not a float: {type(value).__name__}>"
+
+
+def _returned(result):
+    """The (loss, norm) pair the answer returned, as plain floats (or markers saying what came instead)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return {"loss": _float(result[0]), "norm": _float(result[1])}
+    shown = f"a tuple of {len(result)}" if isinstance(result, tuple) else f"a {type(result).__name__}"
+    return {"loss": f"<not a (loss, norm) pair: {shown}>", "norm": f"<not a (loss, norm) pair: {shown}>"}
 
 
 def _spies(record):
@@ -129,7 +139,7 @@ def _defaults(fn, names):
 def amp_train_step(namespace, inputs):
     fn = lookup(namespace, "amp_train_step")
 
-    def run(dtype, x, y, init_scale, stale=None):
+    def run(dtype, x, y, init_scale, max_norm, stale=None):
         log = []
         record = {"scaler_steps": [], "updates": [], "optimizer_steps": [], "backward": []}
         net = _net(inputs["state"], log)
@@ -147,19 +157,21 @@ def amp_train_step(namespace, inputs):
         Scaler, SGD = _spies(record)
         optimizer = SGD(params, lr=inputs["lr"])
         scaler = Scaler("cpu", init_scale=init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=1)
-        loss = fn(net, (x.clone(), y.clone()), optimizer, scaler, "cpu", _DTYPES[dtype])
-        return {"log": log[:20], "loss": _loss_value(loss), "params": [plain(p) for p in params],
+        returned = _returned(fn(net, (x.clone(), y.clone()), optimizer, scaler, max_norm, "cpu", _DTYPES[dtype]))
+        return {"log": log[:20], **returned, "params": [plain(p) for p in params],
                 "param_dtypes": [str(p.dtype) for p in params], "backward_grads": seen,
                 "grads_after": [None if p.grad is None else plain(p.grad) for p in params],
                 "scale": float(_get_scale(scaler)),
                 "record": {k: v[:20] for k, v in record.items()}, "replaced": _replaced("amp_train_step")}
 
-    scale = inputs["init_scale"]
+    scale, clip = inputs["init_scale"], inputs["max_norm"]
     return {
-        "bfloat16": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale),
-        "float16": attempt(run, "float16", inputs["x"], inputs["y"], scale),
-        "overflow": attempt(run, "bfloat16", inputs["overflow_x"], inputs["overflow_y"], inputs["overflow_scale"]),
-        "stale": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale, stale=scale),
+        "bfloat16": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale, clip),
+        "float16": attempt(run, "float16", inputs["x"], inputs["y"], scale, clip),
+        "loose": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale, inputs["loose_max_norm"]),
+        "overflow": attempt(run, "bfloat16", inputs["overflow_x"], inputs["overflow_y"], inputs["overflow_scale"],
+                            clip),
+        "stale": attempt(run, "bfloat16", inputs["x"], inputs["y"], scale, clip, stale=scale),
         "defaults": attempt(_defaults, fn, ("device_type", "dtype")),
     }
 
