@@ -349,7 +349,7 @@ def test_a_wrong_answer_shows_the_failed_assertion(learner):
     assert not _stderr_text(cells.nth(index)), "the wrong answer itself should run"
     shown = cells.nth(index + 1).locator(STDERR)
     assert shown.is_visible(), "the failed test's traceback is not on screen"
-    assert "AssertionError" in shown.inner_text() and "are all layers registered" in shown.inner_text(), \
+    assert "AssertionError" in shown.inner_text() and "is every layer registered" in shown.inner_text(), \
         shown.inner_text()
 
 

@@ -236,7 +236,7 @@ def test_the_page_renders_its_tables_and_plots_in_a_browser(synthetic, chromium,
         assert page.locator("h1").inner_text() == "The class's measurements"
         assert page.locator("table").count() == 5 and page.locator("tr").count() > 10
         plots = page.locator('img[data-plot="devices"]')
-        assert plots.count() == 2 and plots.evaluate_all("all => all.every(i => i.complete && i.naturalWidth > 300)")
+        assert plots.count() == 1 and plots.evaluate_all("all => all.every(i => i.complete && i.naturalWidth > 300)")
         assert plots.first.bounding_box()["height"] > 100
     finally:
         page.close()
