@@ -241,3 +241,9 @@ def test_sweep_needs_two_values():
     with pytest.raises(ValueError, match="at least two values"):
         bench.sweep("T900", "n", [1], lambda n: [], title="t")
     assert isinstance(SweepResult("T900", "t", "n", [], []), Sweep)
+
+
+def test_a_memory_headline_for_a_label_too_long_for_twenty_words_names_the_figures():
+    label = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+    c = card(timing("b", 1 * MS, peak=136 * MIB), timing(label, 1 * MS, peak=24 * MIB), metric="memory")
+    assert c.headline() == "peak memory 24.0 MiB, against the baseline's 136.0 MiB."

@@ -92,7 +92,8 @@ def _memory_forms(result: Comparison, row: Timing) -> list[str]:
     peaks = f"peak memory {format_bytes(row.peak_bytes)}, against {format_bytes(base.peak_bytes)}"
     time = f"; time: {_time_brief(result, row)}"
     return [f"{row.label}: {peaks} for {base.label}{time}.", f"{row.label}: {peaks}{time}.",
-            f"{row.label}: {peaks}.", f"{peaks} (against the baseline)."]
+            f"{row.label}: {peaks}.",
+            f"peak memory {format_bytes(row.peak_bytes)}, against the baseline's {format_bytes(base.peak_bytes)}."]
 
 
 def _figure_forms(result: Comparison, row: Timing, name: str) -> list[str]:
@@ -100,7 +101,7 @@ def _figure_forms(result: Comparison, row: Timing, name: str) -> list[str]:
     figures = f"{name} {row.extra[name]}, against {base.extra[name]}"
     time = f"; time: {_time_brief(result, row)}"
     return [f"{row.label}: {figures} for {base.label}{time}.", f"{row.label}: {figures}{time}.",
-            f"{row.label}: {figures}.", f"{figures} (against the baseline)."]
+            f"{row.label}: {figures}.", f"{name} {row.extra[name]}, against the baseline's {base.extra[name]}."]
 
 
 def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
