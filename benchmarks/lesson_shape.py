@@ -2,11 +2,13 @@
 
     python benchmarks/lesson_shape.py [--executed build/executed]
 
-Static figures come from ``solutions/``; the output figures (words a comparison shows, explaining
-plots) from the executed notebooks of a run (``make run`` writes them to ``build/executed``).
-The targets (issue 17): no lesson code cell over 25 lines, at most 5% of lesson code lines
-inside sentence-long string literals, about 120 visible words per comparison card, and a sweep
-or timeline plot in 01, 04, 06, 07 and 11. ``utils/lesson_shape.py`` defines each figure.
+Static figures come from ``solutions/``; the output figures (visible words per comparison, headline
+words, the widest table, explaining plots) from the executed notebooks of a run (``make run`` writes
+them to ``build/executed``). The last row gives each figure's target (``utils.lesson_shape.TARGETS``):
+no lesson code cell over 25 lines, no narration in code, no QUICK branch, at most 120 visible words
+per comparison, headlines of at most 20 words, tables at most 100 characters wide, exercise
+statements of at most 200 words and visible test cells of at most 15 lines. ``utils/lesson_shape.py``
+defines each figure.
 """
 from __future__ import annotations
 

@@ -101,3 +101,21 @@ def test_a_headline_and_the_widest_table_are_read_from_the_outputs(tmp_path):
     output = lesson_shape.notebook_shape(path, executed).output
     assert output.headline_words == [11, 3]       # the first sentence only; a folded table is not shown
     assert output.widest == 40                     # the stream's line beats the table's 19 + 2 + 6
+
+
+def test_it_reads_the_class_names_the_cards_are_written_with():
+    from utils import present
+    assert (lesson_shape.CARD_CLASS, lesson_shape.HEADLINE_CLASS) == (present.CARD, present.HEADLINE)
+
+
+def test_every_solution_notebook_keeps_the_static_targets():
+    """What does not depend on a run: short lesson cells, no narration in code, sizes from bench.sizes
+    only, exercise statements and visible checks a learner reads at a glance."""
+    from utils.paths import SOLUTIONS
+    targets = lesson_shape.TARGETS
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        shape = lesson_shape.notebook_shape(path)
+        assert not shape.long_cells and shape.sentence_lines == 0, (path.name, shape)
+        assert shape.quick_branches == 0, f"{path.name} reads QUICK outside setup(): take sizes from bench.sizes"
+        assert shape.spec_words and max(shape.spec_words) <= targets["spec words"], (path.name, shape.spec_words)
+        assert max(shape.test_lines) <= targets["test lines"], (path.name, shape.test_lines)

@@ -50,7 +50,7 @@ _EXERCISES = re.compile(r"^#{1,3} Exercises\b", re.M)
 _EXERCISE = re.compile(r"^#{2,4} Exercise\b")
 _FENCED = re.compile(r"^```.*?^```", re.M | re.S)
 CARD_CLASS = "course-card"
-HEADLINE_CLASS = "course-headline"
+HEADLINE_CLASS = "course-headline"  # as utils.present writes them (a test checks both names)
 
 
 def lesson_cells(nb) -> list:
