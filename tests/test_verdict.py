@@ -58,30 +58,85 @@ def test_noise_is_called_out():
     assert "noisy" in c.verdict("tip").note
 
 
-def test_cuda_comparison_with_little_gpu_work_is_launch_bound():
-    c = comparison(row("base", 400e-6, device_s=160e-6), row("tip", 300e-6, device_s=120e-6), device="cuda:0")
-    assert c.launch_bound() and "busy for 40%" in c.launch_bound()
-    tiny = comparison(row("base", 60e-6, device_s=50e-6), row("tip", 55e-6, device_s=50e-6), device="cuda")
-    assert "under 100 µs" in tiny.launch_bound()  # busy, but too little work to time
+# ---- the GPU rule (utils.verdict's docstring, docs/verdicts.md), one step per test
+
+def test_under_a_tenth_of_a_millisecond_of_gpu_work_everywhere_is_launch_bound_with_no_verdict():
+    tiny = comparison(row("base", 60e-6, device_s=50e-6), row("tip", 30e-6, device_s=50e-6), device="cuda")
+    v = tiny.verdict("tip")
+    assert "under 100 µs" in tiny.launch_bound() and v.kind == "launch-bound" and v.ratio is None
+    assert "Python and kernel launches" in str(v)
+    assert tiny.headline() == "tip against base on dev: launch-bound, so no verdict; GPU work unchanged (50 µs → 50 µs)."
+
+
+def test_a_row_is_host_bound_when_its_gpu_idles_or_does_under_a_millisecond_and_the_label_is_per_row():
+    from utils.verdict import host_bound_reason
+    c = comparison(row("idle", 10 * MS, device_s=2 * MS), row("small", 0.5 * MS, device_s=0.45 * MS),
+                   row("busy", 3 * MS, device_s=2.9 * MS), device="cuda")
+    assert "busy for 20% of its 10 ms" in host_bound_reason(c, c.row("idle"))
+    assert "450 µs of GPU work a call, under 1 ms" in host_bound_reason(c, c.row("small"))   # busy, but small
+    assert host_bound_reason(c, c.row("busy")) is None
+    assert host_bound_reason(comparison(row("cpu", 10 * MS), row("b", MS)), row("cpu", 10 * MS)) is None
+
+
+def test_a_host_bound_pair_is_judged_on_gpu_time_and_says_what_the_wall_clock_said():
+    c = comparison(row("base", 10 * MS, device_s=2 * MS), row("tip", 5 * MS, device_s=2 * MS), device="cuda")
+    v = c.verdict("tip")   # the wall clock halved, the GPU work did not move: no GPU verdict either way
+    assert (v.kind, v.clock, v.text) == ("no clear difference", "GPU", "host-bound: no clear difference in GPU time")
+    assert "the wall clock says faster (2.00x as fast)" in v.note and "busy for 20%" in v.note
+    faster = comparison(row("base", 10 * MS, device_s=4 * MS), row("tip", 5 * MS, device_s=1 * MS), device="cuda")
+    v = faster.verdict("tip")
+    assert (v.kind, v.text, v.ratio) == ("faster", "host-bound: 4.00x as fast in GPU time", 4.0)
+    assert "the wall clock agrees (2.00x as fast)" in v.note
+    assert faster.headline() == "tip: 4.00x as fast in GPU time against base on dev (4 ms → 1 ms of GPU work), host-bound."
+
+
+def test_busy_rows_whose_clocks_disagree_are_judged_on_gpu_time():
+    # float32 against float64 on the H100 (07 T091, full): the wall clock said slower, the GPU work fell
+    c = comparison(row("float64", 1.49 * MS, device_s=1.35 * MS), row("float32", 1.78 * MS, device_s=1.19 * MS),
+                   device="cuda")
+    v = c.verdict("float32")
+    assert (v.kind, v.clock, v.text) == ("faster", "GPU", "1.13x as fast in GPU time")
+    assert "the wall clock says slower (1.19x the time), a difference in host time" in v.note
+
+
+def test_busy_rows_whose_clocks_agree_keep_the_wall_clock_verdict():
+    c = comparison(row("base", 4 * MS, device_s=3.9 * MS), row("tip", 2 * MS, device_s=1.95 * MS), device="cuda")
     v = c.verdict("tip")
-    assert v.kind == "launch-bound" and "Python and kernel launches" in str(v)
-    assert c.headline() == "tip against base on dev: launch-bound, so no verdict."  # the reason: in the details
-    assert "busy for 40%" in c.details()
+    assert (v.kind, v.clock, v.text, v.note) == ("faster", "wall", "2.00x as fast", "")
 
 
-def test_cuda_comparison_where_the_gpu_idles_is_launch_bound_unless_overhead_is_the_tip():
+def test_gpu_times_within_five_percent_are_no_clear_difference():
+    # torch.compile in 11 T104: 2.24 → 2.14 ms of GPU work, the wall clock 1.04x in one mode and not in the other
+    c = comparison(row("eager", 2.33 * MS, device_s=2.24 * MS), row("compiled", 2.24 * MS, device_s=2.14 * MS),
+                   device="cuda")
+    v = c.verdict("compiled")
+    assert (v.kind, v.clock) == ("no clear difference", "GPU") and "under 5% apart" not in v.text
+    assert "GPU work fell 1.05x (2.24 ms → 2.14 ms)" in v.note
+
+
+def test_a_tip_about_host_time_keeps_the_wall_clock_and_its_host_bound_label():
     rows = (row("base", 10 * MS, device_s=2 * MS), row("tip", 5 * MS, device_s=2 * MS))
-    assert comparison(*rows, device="cuda").launch_bound() is not None  # busy 20% of the time
-    about = comparison(*rows, device="cuda", about_overhead=True)
-    assert about.launch_bound() is None and about.verdict("tip").kind == "faster"
+    v = comparison(*rows, device="cuda", about_overhead=True).verdict("tip")
+    assert (v.kind, v.clock, v.text) == ("faster", "wall", "host-bound: 2.00x as fast")
+    assert "busy for 20% of its 10 ms" in v.note and "GPU work unchanged" in v.note
 
 
-def test_enough_gpu_work_gets_a_speed_verdict_and_a_host_bound_winner_is_a_lower_bound():
-    c = comparison(row("repeat", 2 * MS, device_s=1.9 * MS), row("expand", 10e-6, device_s=None), device="cuda")
-    assert c.launch_bound() is None
-    assert c.verdict("expand").kind == "faster"
+def test_a_variant_with_no_gpu_work_is_faster_in_gpu_time_and_one_without_a_profile_keeps_the_wall_clock():
     c = comparison(row("repeat", 2 * MS, device_s=1.9 * MS), row("expand", 10e-6, device_s=0.0), device="cuda")
-    assert c.verdict("expand").text.startswith("at least ")
+    assert c.verdict("expand").text == "host-bound: no GPU work at all" and c.verdict("expand").kind == "faster"
+    c = comparison(row("repeat", 2 * MS, device_s=1.9 * MS), row("expand", 10e-6, device_s=None), device="cuda")
+    assert c.launch_bound() is None and (c.verdict("expand").kind, c.verdict("expand").clock) == ("faster", "wall")
+
+
+def test_a_claim_is_judged_on_the_clock_of_its_verdict():
+    from utils import claims
+    claim = claims.Claim("C999", "T000", "000", "the tip is faster", "time", 1.5, 5.0)
+    host = comparison(row("base", 10 * MS, device_s=4 * MS), row("tip", 5 * MS, device_s=1 * MS), device="cuda")
+    assert claims.judge(claim, host, host.row("tip")) == (4.0, claims.REPRODUCED, "")   # the wall clock: 2.00x
+    disagree = comparison(row("base", 1.49 * MS, device_s=1.35 * MS), row("tip", 1.78 * MS, device_s=1.19 * MS),
+                          device="cuda")
+    factor, verdict, why = claims.judge(claim, disagree, disagree.row("tip"))
+    assert verdict == claims.NOT_REPRODUCED and factor == pytest.approx(1.35 / 1.19) and "smaller than claimed" in why
 
 
 def test_the_cpu_is_never_launch_bound():
@@ -140,38 +195,32 @@ def test_a_heavy_tail_does_not_hide_a_clear_gap():
 
 # ---------------------------------------------------------------- each variant on its own numbers
 
-def test_a_busy_variant_gets_a_speed_verdict_beside_a_launch_bound_one():
-    # The slowest variant is host-bound; before, it made every variant launch-bound.
+def test_each_variant_is_judged_on_its_own_pair():
+    # The slowest variant is host-bound; it changes nothing for the busy one.
     c = comparison(row("base", 4 * MS, device_s=3.8 * MS), row("busy", 2 * MS, device_s=1.9 * MS),
                    row("idle", 8 * MS, device_s=1 * MS), device="cuda")
-    assert c.verdict("busy").kind == "faster" and c.verdict("busy").text == "2.00x as fast"
+    assert c.verdict("busy").text == "2.00x as fast" and c.verdict("busy").clock == "wall"
     idle = c.verdict("idle")
-    assert idle.kind == "launch-bound" and idle.text.startswith("host-bound: ")
-    assert "busy for 12% of its 8 ms" in idle.note  # its own share, not the slowest row's
+    assert (idle.kind, idle.text) == ("faster", "host-bound: 3.80x as fast in GPU time")
+    assert "busy for 12% of its 8 ms" in idle.note and "the wall clock says slower (2.00x the time)" in idle.note
     assert c.launch_bound() is None  # the comparison as a whole does not time launches
 
 
-def test_a_host_bound_variant_says_the_wall_clock_and_the_gpu_work():
-    # T088's shape: the GPU work fell, the wall clock rose, because the host sets the pace.
+def test_a_host_bound_variant_with_less_gpu_work_and_a_slower_wall_clock_is_faster_in_gpu_time():
+    # T088's shape on the H100 (11-25): the GPU work fell, the wall clock rose, because the host sets the pace.
     c = comparison(row("float32", 6 * MS, device_s=5 * MS), row("float16", 7.5 * MS, device_s=1.25 * MS), device="cuda")
     v = c.verdict("float16")
-    assert v.text == "host-bound: slower on the wall clock (1.25x the time); GPU work fell 4.00x (5 ms → 1.25 ms)"
-    assert "as fast" not in str(v) and "busy for 17% of its 7.5 ms" in v.note
-    assert c.headline() == "float16 on dev: host-bound; GPU work fell 4.00x (5 ms → 1.25 ms)."  # both clocks: 23 words
+    assert v.text == "host-bound: 4.00x as fast in GPU time" and v.clock == "GPU"
+    assert "the wall clock says slower (1.25x the time)" in v.note and "busy for 17% of its 7.5 ms" in v.note
+    assert c.headline() == "float16: 4.00x as fast in GPU time against float32 on dev (5 ms → 1.25 ms of GPU work), host-bound."
 
 
-def test_at_least_only_where_the_gpu_ratio_is_larger_than_the_wall_ratio():
-    # The baseline is host-bound as well: its GPU work fell 1.44x while its wall time halved.
+def test_a_host_bound_tip_about_overhead_keeps_its_wall_clock_ratio_and_the_gpu_change_in_its_note():
     t069 = comparison(row("batch 512", 48 * MS, device_s=7 * MS), row("batch 1024", 24 * MS, device_s=4.84 * MS),
                       device="cuda", about_overhead=True)
     v = t069.verdict("batch 1024")
-    assert v.text == "2.00x as fast" and "at least" not in str(v)
-    assert "GPU work fell 1.45x (7 ms → 4.84 ms): both wall times include host overhead" in v.note
-    # A busy baseline, a host-bound variant: the GPU ratio (25x) exceeds the wall ratio (9x).
-    t030 = comparison(row("broadcast", 1.31 * MS, device_s=1.35 * MS), row("identity", 0.144 * MS, device_s=0.054 * MS),
-                      device="cuda")
-    v = t030.verdict("identity")
-    assert v.text == "at least 9.10x as fast" and "GPU work fell 25.0x" in v.note
+    assert v.text == "host-bound: 2.00x as fast" and "GPU work fell 1.45x (7 ms → 4.84 ms)" in v.note
+    assert t069.headline() == "batch 1024: 2.00x as fast as batch 512 on dev (48 ms → 24 ms), host-bound."
 
 
 def test_a_cpu_baseline_beside_a_gpu_variant_is_judged_on_the_wall_clock():
@@ -209,7 +258,29 @@ def test_gpu_time_above_the_wall_time_is_explained_from_the_numbers():
                    device="cuda")
     note = gpu_above_wall(c)
     assert note.startswith("More GPU time than wall time (pageable: 10.1 ms of GPU work in 8.29 ms)")
-    assert "pinned" not in note and "overlap" in note and "separate calls" in note
+    assert "pinned" not in note and "overlapped, each in full" in note and "separate calls" in note
     assert note in c.to_html(stored=True)
+    merged = comparison(row("pageable", 8.29 * MS, device_s=10.1 * MS), row("pinned", MS, device_s=MS), device="cuda")
+    merged.rows[0].device_merged = True   # measured as busy time: only a slower profiled call explains it
+    assert "the profiled calls ran slower than the timed ones" in gpu_above_wall(merged)
     within_one_percent = comparison(row("a", 2 * MS, device_s=2.01 * MS), row("b", MS, device_s=MS), device="cuda")
     assert gpu_above_wall(within_one_percent) == ""
+
+
+def test_a_sweep_explains_gpu_time_above_wall_time_once_for_every_point():
+    from utils.present import SweepResult
+    from utils.verdict import gpu_above_wall
+    points = [comparison(row("odd", 7 * MS, device_s=10 * MS), row("even", 1.5 * MS, device_s=1.9 * MS), device="cuda"),
+              comparison(row("odd", 2 * MS, device_s=2.9 * MS), row("even", 0.5 * MS, device_s=0.4 * MS), device="cuda")]
+    sweep = SweepResult("T000", "demo", "n", [1024, 2048], points)
+    html = sweep.to_html()
+    assert html.count("More GPU time than wall time") == 1
+    note = gpu_above_wall(*(("at n " + str(v), c) for v, c in zip(sweep.values, points)))
+    assert "odd at n 1024" in note and "even at n 1024" in note and "odd at n 2048" in note and "even at n 2048" not in note
+
+
+def test_gpu_busy_time_counts_overlapping_kernels_once():
+    assert bench.busy_ns([(0, 10), (5, 12), (20, 25)]) == 17          # one stream, the next kernel early
+    assert bench.busy_ns([(0, 10), (2, 4), (10, 11)]) == 11            # nested, then touching
+    assert bench.busy_ns([]) == 0 and bench.busy_ns([(3, 3)]) == 0
+

@@ -12,6 +12,9 @@ one rule:
 - **not measurable here**: no such measurement on that device, the comparison was launch-bound,
   or the claim is about GPUs and the device is a CPU.
 
+A time claim is judged on the clock its verdict was judged on (``utils.verdict``): GPU time for a
+host-bound pair or where the clocks disagree, the wall clock otherwise.
+
 A claim is judged on the row that matches its condition: ``measure.variant`` names it, or lists
 the settings tried, and then the claim is judged on the fastest of them (the best setting found).
 ``scale`` names a size the range is per unit of ("a gain equal to the number of requests");
@@ -173,6 +176,8 @@ def judge(claim: Claim, comparison: Comparison, row: Timing,
         verdict = time_verdict(comparison, row) if row.round_medians else None
         if verdict is None or verdict.kind in ("launch-bound", "one round"):
             return factor, NOT_MEASURABLE, _unjudged(verdict)
+        if verdict.clock == "GPU":   # judged on GPU time (utils.verdict): the claim is too, on its ratio
+            factor = verdict.ratio
         effect = {"faster": "gain", "slower": "cost"}.get(verdict.kind, "none")
     if claim.device == "gpu" and not comparison.on_gpu:
         return factor, NOT_MEASURABLE, "the claim is about GPUs"
@@ -190,12 +195,18 @@ def judge(claim: Claim, comparison: Comparison, row: Timing,
     return factor, NOT_REPRODUCED, f"{size} than claimed: {format_ratio(factor)} against {claimed}x"
 
 
+def gain(comparison: Comparison, row: Timing) -> float:
+    """The speed-up of ``row`` on the clock its verdict is judged on (GPU time or the wall clock)."""
+    verdict = time_verdict(comparison, row)
+    return verdict.ratio if verdict.clock == "GPU" and verdict.ratio is not None else comparison.speedup(row)
+
+
 def _unjudged(verdict) -> str:
     if verdict is None:
         return "recorded without per-round data"
     if verdict.kind == "one round":
         return "a single round"
-    return "launch-bound comparison" if verdict.text == "launch-bound" else verdict.text  # or host-bound, in words
+    return "launch-bound comparison"
 
 
 def assess(claim: Claim, comparisons: list[Comparison],
@@ -205,11 +216,11 @@ def assess(claim: Claim, comparisons: list[Comparison],
     found = find_row(claim, comparisons)
     if not found:
         return None
-    bounds = [find_row(other, comparisons) for other in ledger if other.id in claim.below]
-    if len(bounds) < len(claim.below) or None in bounds:
-        missing = f"{' and '.join(claim.below)} not measured beside it"
-        return found[0], found[0].speedup(found[1]), NOT_MEASURABLE, missing
-    ceiling = min((comparison.speedup(row) for comparison, row in bounds), default=math.inf)
+    bounds = {other.id: find_row(other, comparisons) for other in ledger if other.id in claim.below}
+    missing = [name for name in claim.below if bounds.get(name) is None]
+    if missing:
+        return found[0], gain(*found), NOT_MEASURABLE, f"{' and '.join(missing)} not measured beside it"
+    ceiling = min((gain(comparison, row) for comparison, row in bounds.values()), default=math.inf)
     return found[0], *judge(claim, *found, ceiling=ceiling)
 
 

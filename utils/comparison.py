@@ -29,6 +29,7 @@ class Timing:
     device_s: float | None = None  # GPU kernel time per call (CUDA only)
     q1: float | None = None        # 25th and 75th percentiles of the timed runs (the IQR's ends)
     q3: float | None = None
+    device_merged: bool = False    # device_s merges overlapping kernels (older records summed them)
 
     def quartiles(self) -> tuple[float, float]:
         """(25th, 75th) percentile; older records without them get median -/+ IQR/2."""
@@ -152,6 +153,7 @@ class Comparison:
                 extra={k: _jsonable(v) for k, v in row.extra.items()},
                 notebook=self.notebook, torch=self.torch, quick=self.quick,
                 round_medians=list(row.round_medians), device_s=row.device_s, q1_s=row.q1, q3_s=row.q3,
+                device_merged=row.device_merged,
                 about_overhead=self.about_overhead, host=self.host, sizes_spec=self.sizes_spec,
                 verdict=(verdicts or {}).get(row.label, ""), why=self.why, headline_variant=self.headline_variant,
                 facts=dict(self.facts), metric=self.metric,
@@ -165,7 +167,7 @@ class Comparison:
         group = sorted(group, key=lambda r: r.role != "baseline")
         first = group[0]
         rows = [Timing(r.variant, r.median_s, r.iqr_s, r.runs, r.peak_bytes, r.memory_method, dict(r.extra),
-                       list(r.round_medians), r.device_s, r.q1_s, r.q3_s)
+                       list(r.round_medians), r.device_s, r.q1_s, r.q3_s, r.device_merged)
                 for r in group]
         return cls(first.tip, first.title, first.device, first.device_name, dict(first.sizes), rows,
                    about_overhead=first.about_overhead, host=first.host, sizes_spec=first.sizes_spec,

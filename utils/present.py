@@ -21,7 +21,8 @@ from .comparison import Comparison, Demo, Sweep, Timeline, Timing, fact_text
 from .memory import memory_note
 from .tables import html_table, text_table
 from .units import first_sentence_words, format_bytes, format_number, format_ratio, format_seconds, format_sizes
-from .verdict import Verdict, gpu_above_wall, launch_bound_reason, memory_verdict, ratio_words, time_verdict
+from .verdict import (HOST_BOUND, Verdict, gpu_above_wall, gpu_change, launch_bound_reason, memory_verdict, ratio_words,
+                      time_verdict)
 
 CARD = "course-card"  # the class of every card's <div> (utils.lesson_shape counts them)
 HEADLINE = "course-headline"  # the class of its headline's <span> (utils.lesson_shape counts its words)
@@ -52,39 +53,44 @@ def fitted(forms: list[str], words: int = HEADLINE_WORDS) -> str:
 
 def _time_forms(result: Comparison, row: Timing) -> list[str]:
     base, verdict = result.baseline, time_verdict(result, row)
-    times = f" ({format_seconds(base.median)} → {format_seconds(row.median)})"
     on = f" on {result.device_name}"
+    label = f", {HOST_BOUND}" if verdict.text.startswith(HOST_BOUND) else ""
+    if verdict.clock == "GPU":   # judged on GPU time: its own times, the wall clock in the table
+        times = f" ({format_seconds(base.device_s)} → {format_seconds(row.device_s)} of GPU work)"
+        said = verdict.phrase
+        return [f"{row.label}: {said} against {base.label}{on}{times}{label}.", f"{row.label}: {said}{on}{times}{label}.",
+                f"{row.label}: {said}{times}{label}.", f"{row.label}: {said}{label}.", f"{row.label}: {said}."]
+    times = f" ({format_seconds(base.median)} → {format_seconds(row.median)})"
     against = [f" as {base.label}", " as the baseline"]
     if verdict.kind == "faster":   # last, for a long label: the device is in the card's caption too
-        return [f"{row.label}: {verdict.text}{a}{on}{t}." for a in against for t in (times, "")] + \
-            [f"{row.label}: {verdict.text} as the baseline."]
+        return [f"{row.label}: {verdict.phrase}{a}{on}{t}{label}." for a in against for t in (times, "")] + \
+            [f"{row.label}: {verdict.phrase} as the baseline{label}.", f"{row.label}: {verdict.phrase} as the baseline."]
     if verdict.kind == "slower":
         slow = format_ratio(row.median / base.median)
-        return [f"{row.label}: {slow} the time{a.replace(' as', ' of')}{on}{t}." for a in against for t in (times, "")] + \
-            [f"{row.label}: {slow} the time of the baseline."]
-    if verdict.kind == "launch-bound":  # launch-bound, or a host-bound variant: its two clocks in words
-        said = "launch-bound, so no verdict" if verdict.text == "launch-bound" else verdict.text
-        wall, _, gpu = said.partition("; ")   # a host-bound row: the GPU change says more than the wall clock
-        return [f"{row.label} against {base.label}{on}: {said}.", f"{row.label}{on}: {said}."] + \
-            ([f"{row.label}{on}: host-bound; {gpu}.", f"{row.label}: host-bound; {gpu}."] if gpu else []) + \
-            [f"{row.label} against {base.label}{on}: {wall}.", f"{row.label}{on}: {wall}."]
+        return [f"{row.label}: {slow} the time{a.replace(' as', ' of')}{on}{t}{label}." for a in against
+                for t in (times, "")] + [f"{row.label}: {slow} the time of the baseline{label}.",
+                                         f"{row.label}: {slow} the time of the baseline."]
+    if verdict.kind == "launch-bound":
+        gpu = gpu_change(result, row)
+        return [f"{row.label} against {base.label}{on}: launch-bound, so no verdict{'; ' + gpu if gpu else ''}.",
+                f"{row.label}{on}: launch-bound, so no verdict.", f"{row.label}: launch-bound, so no verdict."]
     if verdict.kind == "one round":
         return [f"{row.label}: {verdict.text} against {base.label}{on}{times}; rerun in full mode for a verdict.",
                 f"{row.label}: {verdict.text}{on}; rerun in full mode for a verdict.",
                 f"{row.label}: {verdict.text}{on}, rerun for a verdict."]
-    return [f"{row.label}: no clear difference from {base.label}{on}{t}." for t in (times, "")] + \
-        [f"{row.label}: no clear difference from the baseline{on}.", f"{row.label}: no clear difference{on}.",
+    return [f"{row.label}: no clear difference from {base.label}{on}{t}{label}." for t in (times, "")] + \
+        [f"{row.label}: no clear difference from the baseline{on}{label}.", f"{row.label}: no clear difference{on}.",
          f"{row.label}: no clear difference."]
 
 
 def _time_brief(result: Comparison, row: Timing) -> str:
     """The time verdict in a few words, beside another metric's headline (the table has the rest)."""
     verdict = time_verdict(result, row)
-    if verdict.kind == "slower":
+    if verdict.kind == "slower" and verdict.clock == "wall":
         return f"{format_ratio(row.median / result.baseline.median)} the time"
-    if verdict.kind in ("launch-bound", "no clear difference"):   # "host-bound: ...", "... (1.36x, runs overlap)"
-        return verdict.text.split(";")[0].split(":")[0].split(" (")[0]
-    return verdict.text
+    if verdict.kind == "no clear difference":
+        return verdict.phrase.split(" (")[0]
+    return verdict.phrase
 
 
 def _memory_forms(result: Comparison, row: Timing) -> list[str]:
@@ -108,8 +114,11 @@ def fields(result: Comparison, extra: dict | None = None) -> dict[str, str]:
     """The figures a ``utils/why`` sentence may name, as text: the standard ones below, then the
     comparison's sizes, then its facts, then ``extra`` (later names win)."""
     base, row = result.baseline, result.featured()
+    verdict = time_verdict(result, row)
+    ratio = verdict.ratio if verdict.clock == "GPU" and verdict.ratio else result.speedup(row)   # the judged clock's
     values = {"baseline": base.label, "variant": row.label, "device": result.device_name,
-              "ratio": format_ratio(result.speedup(row)), "slowdown": format_ratio(row.median / base.median),
+              "ratio": format_ratio(ratio), "slowdown": format_ratio(1 / ratio),
+              "clock": "in GPU time" if verdict.clock == "GPU" else "on the wall clock",
               "baseline_time": format_seconds(base.median), "variant_time": format_seconds(row.median),
               "baseline_gpu": format_seconds(base.device_s), "variant_gpu": format_seconds(row.device_s),
               "baseline_peak": format_bytes(base.peak_bytes), "variant_peak": format_bytes(row.peak_bytes)}
@@ -164,18 +173,35 @@ def sentence(result: Comparison, row: Timing) -> str:
     return f"{row.label}, against {result.baseline.label}: " + "; ".join(parts) + "."
 
 
+_MEASURED: list[Comparison] = []   # this process's comparisons (a notebook's, in order), for claims judged beside others
+
+
+def measured(result: Comparison) -> None:
+    """Remember a comparison measured in this process: a claim bounded by another claim's gain
+    (``below``) is judged against the comparisons measured beside it."""
+    _MEASURED.append(result)
+
+
 def claim_lines(result: Comparison) -> list[str]:
-    """The sources' claims about this comparison, in plain words beside what was measured here."""
+    """The sources' claims about this comparison, in plain words beside what was measured here
+    (and, for a claim bounded by others, beside what this process measured on the same device)."""
     lines = []
     try:
         ledger = claims.load()
     except (OSError, ValueError):  # an unreadable ledger must not stop a notebook; tests check it
         return lines
+    live = any(c is result for c in _MEASURED)
+    beside = [c for c in _MEASURED if c is not result and c.device == result.device] if live else []
     for claim in ledger:
-        assessed = claims.assess(claim, [result], ledger)
+        found = claims.find_row(claim, [result])
+        if not found:
+            continue
+        assessed = claims.assess(claim, [result, *beside], ledger)
         if assessed:
             _, factor, verdict, reason = assessed
             measured = "no new memory" if factor == math.inf else ratio_words(factor) if factor is not None else "-"
+            if claim.metric == "time" and factor is not None and time_verdict(*found).clock == "GPU":
+                measured += " in GPU time"
             condition = f" ({claim.condition})" if claim.condition else ""
             lines.append(f"{source_name(claim.source).capitalize()} reports {claim.claimed()}{condition}; "
                          f"here: {measured}, {verdict}{f' ({reason})' if reason else ''}.")
@@ -193,7 +219,8 @@ def footnote(result: Comparison) -> str:
     rounds = len(result.baseline.round_medians)
     notes = [f"median and IQR over {rounds} interleaved round{'s' * (rounds != 1)}"]
     if any(r.device_s is not None for r in result.rows):
-        notes.append("GPU time: kernel time per call from torch.profiler")
+        merged = all(r.device_merged for r in result.rows if r.device_s is not None)
+        notes.append(f"GPU time: {'busy time per call (kernels and copies, overlaps counted once)' if merged else 'kernel and copy time per call, each in full'} from torch.profiler")
     notes += [memory_note(m) for m in sorted({r.memory_method for r in result.rows if r.memory_method})]
     return "; ".join(notes) + "."
 
@@ -404,9 +431,9 @@ def _brief(result: Comparison) -> str:
     """A sweep point's verdict in a few words, as its table row judges it: a ratio only where the
     point has a speed verdict."""
     verdict = time_verdict(result, result.featured())
-    if verdict.kind == "launch-bound":
-        return verdict.text.split(":")[0]  # "launch-bound" or "host-bound"
-    return "no clear difference" if verdict.kind == "no clear difference" else verdict.text
+    if verdict.kind == "no clear difference":
+        return verdict.text.split(" (")[0]
+    return verdict.text
 
 
 @dataclass(repr=False)
@@ -443,8 +470,8 @@ class SweepResult(Sweep):
         return explanation(self.last, {self.over: self.values[-1]})
 
     def to_html(self) -> str:
-        caveats = [gpu_above_wall(c, f"at {self.over} {v}") for v, c in zip(self.values, self.comparisons)]
-        details = _paragraphs([footnote(self.last), *caveats] + claim_lines(self.last), small=True)
+        caveat = gpu_above_wall(*((f"at {self.over} {v}", c) for v, c in zip(self.values, self.comparisons)))
+        details = _paragraphs([footnote(self.last), caveat] + claim_lines(self.last), small=True)
         return card_html(f"{self.tip} · {self.title}", self.headline(), self.explanation(),
                          html_table(self.table_rows()), plots.figure_html(plots.sweep_figure(self), "sweep"), details)
 

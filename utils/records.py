@@ -48,6 +48,7 @@ class Record:
     quick: bool = False
     round_medians: list = field(default_factory=list)  # median of each interleaved round
     device_s: float | None = None         # GPU kernel time per call (CUDA)
+    device_merged: bool = False           # device_s counts overlapping kernels once (older records summed them)
     q1_s: float | None = None             # 25th / 75th percentile of the timed runs
     q3_s: float | None = None
     about_overhead: bool = False          # the tip is about host overhead (see utils.verdict)

@@ -1,23 +1,32 @@
 """The one place where a measurement becomes words: every comparison's verdict comes from here.
 
 A verdict is generated from the numbers, never typed into a notebook. Each variant is judged
-against the baseline (or the row given as its ``against``), on its own numbers:
+against the baseline (or the row given as its ``against``), on its own numbers. On a GPU with a
+profile, the rule has three steps (docs/verdicts.md says the same, with the records behind it):
 
-- **Host-bound (CUDA).** A row whose GPU is busy (profiler kernel time) for less than half of
-  its wall time is paced by Python and kernel launches, not by its GPU work. When both rows of a
-  pair are host-bound, or both do less than ``LAUNCH_BOUND_S`` of GPU work per call, the pair
-  measures launches: **launch-bound**, no speed verdict. A host-bound variant beside a busy
-  baseline is labelled host-bound, with its wall-clock and its GPU-time change side by side,
-  unless it is faster by less than its GPU gain: then it is **at least** that fast. Comparisons
-  whose tip *is* the host-side overhead (sync points, batch size, pageable copies) pass
-  ``about_overhead=True``: only the floor on GPU work applies to them.
+1. **Launch-bound.** Every row of the pair does less than ``LAUNCH_BOUND_S`` of GPU work per call:
+   the pair times Python and kernel launches, and gets no speed verdict.
+2. **Host-bound rows.** A row is host-bound when its GPU is busy (profiler kernel time) for less
+   than ``BUSY_FRACTION`` of its wall time, or when it does less than ``GPU_WORK_S`` of GPU work a
+   call: Python and launches, not its GPU work, set its pace. The label is per row and always shown.
+3. **Which clock decides.** A pair is judged on **GPU time** when either row is host-bound, or when
+   the wall clock and GPU time give different verdicts: the difference is then host time, which is
+   not what a GPU-work tip changes. Only when both rows keep the GPU busy and the clocks agree does
+   the wall clock decide, with its quartiles and rounds behind it. Comparisons whose tip *is* the
+   host time (sync points, batching, pinned copies, decoding off the CPU) pass
+   ``about_overhead=True``: the wall clock always decides them, and their host-bound rows say so.
+
+On GPU time, a ratio within ``SAME_GPU`` of 1 is **no clear difference** (one profiled sample per
+row, so its tolerance is wider than the wall clock's). On the wall clock:
+
 - **Faster / slower** needs two things: the middle halves of the two sets of runs do not
   overlap (the variant's 75th percentile is below the baseline's 25th, or the other way round),
   and the variant is on the same side of the baseline in every interleaved round. A single
   round never earns a directional verdict.
 - Otherwise, or when the medians are under 1% apart: **no clear difference**, never "1.00x".
-- Where a host-bound row's GPU time differs from the other row's, the verdict says both.
-- A row with more GPU time than wall time gets a sentence that says why (``gpu_above_wall``).
+
+The claims ledger (``utils.claims``) judges a claim on the same verdict and the same clock.
+A row with more GPU time than wall time gets a sentence that says why (``gpu_above_wall``).
 """
 from __future__ import annotations
 
@@ -29,23 +38,38 @@ from .units import format_bytes, format_ratio
 from .units import format_seconds as _s
 
 # Less GPU work than this per call and a comparison times launches whatever else holds: a tiny
-# op costs ~7 µs from Python on an H100. The course sizes its GPU demos for >= 1 ms on an H100,
-# so a faster GPU (an H200 moves a 2 GiB copy in under 0.5 ms) still clears this floor.
+# op costs ~7 µs from Python on an H100.
 LAUNCH_BOUND_S = 0.1e-3
+# Less GPU work than this per call and a row is host-bound even with a busy GPU: launches and the
+# profiler's own resolution weigh on it. The course sizes its GPU demos above it on an H100.
+GPU_WORK_S = 1e-3
 BUSY_FRACTION = 0.5       # GPU kernel time / wall time below this: the host is the bottleneck
 NOISY_IQR = 0.5           # IQR above half the median: the machine was busy
 SAME_MEMORY = 0.05        # peak memory within 5%: no memory difference
 SAME_TIME = 0.01          # medians within 1%: no difference worth a ratio, however tight the runs
+# GPU times within 5%: no clear difference. One profiled sample per row: kernel times of the same
+# row moved up to 3% between the H100 runs of one commit (QUICK and full, references/).
+SAME_GPU = 0.05
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str   # "baseline", "faster", "slower", "no clear difference", "launch-bound" (or host-bound), "one round"
-    text: str   # a short phrase for the table
-    note: str = ""  # caveats (noise, launch-bound variant)
+    kind: str   # "baseline", "faster", "slower", "no clear difference", "launch-bound", "one round"
+    text: str   # a short phrase for the table ("host-bound: 4.36x as fast in GPU time")
+    note: str = ""  # caveats (noise, the other clock, which rows are host-bound)
+    clock: str = "wall"          # the clock that decided: "wall" or "GPU"
+    ratio: float | None = None   # baseline / variant on that clock; None without a verdict
 
     def __str__(self) -> str:
         return self.text + (f" ({self.note})" if self.note else "")
+
+    @property
+    def phrase(self) -> str:
+        """The verdict without its host-bound label."""
+        return self.text.removeprefix(HOST_BOUND + ": ")
+
+
+HOST_BOUND = "host-bound"
 
 
 def ratio_words(ratio: float) -> str:
@@ -59,10 +83,14 @@ def _gpu_timed(result: Comparison, row: Timing) -> bool:
 
 def host_bound_reason(result: Comparison, row: Timing) -> str | None:
     """Why a row's wall time is set by the host (Python, kernel launches) rather than its GPU
-    work, or None: off CUDA, unprofiled, or the GPU busy for at least half of it."""
-    if not _gpu_timed(result, row) or row.device_s >= BUSY_FRACTION * row.median:
+    work, or None: off CUDA, unprofiled, or busy for at least half of it with enough GPU work."""
+    if not _gpu_timed(result, row):
         return None
-    return f"the GPU is busy for {row.device_s / row.median:.0%} of its {_s(row.median)}"
+    if row.device_s < BUSY_FRACTION * row.median:
+        return f"the GPU is busy for {row.device_s / row.median:.0%} of its {_s(row.median)}"
+    if row.device_s < GPU_WORK_S:
+        return f"{_s(row.device_s)} of GPU work a call, under {_s(GPU_WORK_S)}"
+    return None
 
 
 def launch_bound_reason(result: Comparison, row: Timing | None = None) -> str | None:
@@ -74,10 +102,7 @@ def launch_bound_reason(result: Comparison, row: Timing | None = None) -> str | 
     most = max(r.device_s for r in rows)
     if most < LAUNCH_BOUND_S:
         return f"every row does under {_s(LAUNCH_BOUND_S)} of GPU work per call ({_s(most)} at most)"
-    reasons = [host_bound_reason(result, r) for r in rows]
-    if result.about_overhead or not all(reasons):
-        return None
-    return "; ".join(f"{r.label}: {why}" for r, why in zip(rows, reasons))
+    return None
 
 
 def gpu_change(result: Comparison, row: Timing) -> str:
@@ -100,38 +125,48 @@ def _gpu_ratio(base: Timing, row: Timing) -> float:
     return base.device_s / row.device_s if row.device_s else math.inf
 
 
+def gpu_verdict(base: Timing, row: Timing) -> Verdict:
+    """The verdict of ``row`` against ``base`` on GPU time alone (both profiled)."""
+    ratio = _gpu_ratio(base, row)
+    if not row.device_s:
+        return Verdict("faster" if base.device_s else "no clear difference",
+                       "no GPU work at all" if base.device_s else "no GPU work in either", clock="GPU", ratio=ratio)
+    if abs(ratio - 1) < SAME_GPU:
+        return Verdict("no clear difference", "no clear difference in GPU time",
+                       f"under {SAME_GPU:.0%} apart", clock="GPU", ratio=ratio)
+    if ratio > 1:
+        return Verdict("faster", f"{format_ratio(ratio)} as fast in GPU time", clock="GPU", ratio=ratio)
+    return Verdict("slower", f"slower in GPU time: {format_ratio(1 / ratio)} the time", clock="GPU", ratio=ratio)
+
+
 def time_verdict(result: Comparison, row: Timing) -> Verdict:
-    """The speed verdict of one row against the comparison's baseline: a short ``text`` for a
-    table, and the reason or caveats in ``note``."""
+    """The speed verdict of one row against the comparison's baseline, by the module's rule: a
+    short ``text`` for a table, the other clock and the caveats in ``note``."""
     base = result.baseline
     if row is base:
         return Verdict("baseline", "baseline")
-    hosts = [r for r in (base, row) if host_bound_reason(result, r)]
-    gpu = gpu_change(result, row) if hosts else ""
     reason = launch_bound_reason(result, row)
     if reason:
         return Verdict("launch-bound", "launch-bound",
-                       _join(f"{reason}: this measures Python and kernel launches", gpu))
+                       _join(f"{reason}: this measures Python and kernel launches", gpu_change(result, row)))
     wall = wall_verdict(base, row)
-    host = None if result.about_overhead or not _gpu_timed(result, base) else host_bound_reason(result, row)
-    if host and wall.kind == "faster" and _gpu_ratio(base, row) > base.median / row.median:
-        return Verdict("faster", f"at least {wall.text}",
-                       _join(wall.note, f"host-bound: {host}, so its GPU gain is larger; {gpu}"))
-    if host:  # the baseline keeps the GPU busy, this variant does not: both clocks, no speed verdict
-        return Verdict("launch-bound", f"host-bound: {_on_the_wall_clock(wall)}; {gpu}", _join(host, wall.note))
-    return Verdict(wall.kind, wall.text, _join(wall.note, gpu and f"{gpu}: {_whose(hosts, base)} host overhead"))
-
-
-def _whose(hosts: list[Timing], base: Timing) -> str:
-    if len(hosts) == 2:
-        return "both wall times include"
-    return f"the {'baseline' if hosts[0] is base else 'variant'}'s wall time includes"
+    if not (_gpu_timed(result, base) and _gpu_timed(result, row)):
+        return wall
+    hosts = [f"{r.label}: {why}" for r in (base, row) if (why := host_bound_reason(result, r))]
+    label = f"{HOST_BOUND}: " if hosts else ""
+    gpu = gpu_verdict(base, row)
+    if result.about_overhead or (not hosts and gpu.kind == wall.kind):   # the wall clock decides
+        return Verdict(wall.kind, label + wall.text,
+                       _join(wall.note, *hosts, gpu_change(result, row) if hosts else ""), "wall", wall.ratio)
+    other = (f"the wall clock agrees ({wall.text})" if wall.kind == gpu.kind
+             else f"the wall clock says {_on_the_wall_clock(wall)}, a difference in host time")
+    return Verdict(gpu.kind, label + gpu.text, _join(gpu_change(result, row), other, *hosts), "GPU", gpu.ratio)
 
 
 def _on_the_wall_clock(wall: Verdict) -> str:
     if wall.kind in ("faster", "slower"):
-        return f"{wall.kind} on the wall clock ({wall.text.removeprefix('slower: ')})"
-    return f"{wall.text} on the wall clock"
+        return f"{wall.kind} ({wall.text.removeprefix('slower: ')})"
+    return wall.text
 
 
 def wall_verdict(base: Timing, row: Timing) -> Verdict:
@@ -141,7 +176,8 @@ def wall_verdict(base: Timing, row: Timing) -> Verdict:
     if max(r.iqr / r.median for r in (base, row)) > NOISY_IQR:
         notes.append("noisy: an IQR above half its median, rerun before trusting it")
     if abs(ratio - 1) < SAME_TIME:
-        return Verdict("no clear difference", "no clear difference", _join(f"under {SAME_TIME:.0%} apart", *notes))
+        return Verdict("no clear difference", "no clear difference", _join(f"under {SAME_TIME:.0%} apart", *notes),
+                       ratio=ratio)
     (base_q1, base_q3), (row_q1, row_q3) = base.quartiles(), row.quartiles()
     gap_clear = row_q3 < base_q1 or row_q1 > base_q3  # the IQR boxes do not overlap
     rounds = list(zip(base.round_medians, row.round_medians))
@@ -154,27 +190,31 @@ def wall_verdict(base: Timing, row: Timing) -> Verdict:
         shown = f"{format_ratio(ratio)} as fast" if ratio > 1 else f"{format_ratio(1 / ratio)} the time"
         return Verdict("no clear difference", f"no clear difference ({shown}, {why})",
                        _join("the middle halves of the runs overlap" if not gap_clear
-                             else "the rounds put them in a different order", *notes))
+                             else "the rounds put them in a different order", *notes), ratio=ratio)
     if ratio > 1:
-        return Verdict("faster", f"{format_ratio(ratio)} as fast", _join(*notes))
-    return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", _join(*notes))
+        return Verdict("faster", f"{format_ratio(ratio)} as fast", _join(*notes), ratio=ratio)
+    return Verdict("slower", f"slower: {format_ratio(1 / ratio)} the time", _join(*notes), ratio=ratio)
 
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def gpu_above_wall(result: Comparison, where: str = "") -> str:
-    """Why some rows show more GPU time than wall time ('' if none does): the GPU time comes from
-    other calls than the timed ones, run under the profiler, and it sums kernels and copies that may
-    have run side by side. ``where``: the sweep point, in words."""
-    over = [r for r in result.rows if _gpu_timed(result, r) and r.device_s > (1 + SAME_TIME) * r.median]
+def gpu_above_wall(*points: Comparison | tuple[str, Comparison]) -> str:
+    """Why some rows show more GPU time than wall time ('' if none does), in one sentence for a card
+    or a whole sweep. ``points``: comparisons, or (where, comparison) pairs for a sweep's points."""
+    over, summed = [], False
+    for point in points:
+        where, result = point if isinstance(point, tuple) else ("", point)
+        for r in result.rows:
+            if _gpu_timed(result, r) and r.device_s > (1 + SAME_TIME) * r.median:
+                over.append(f"{r.label}{f' {where}' if where else ''}: {_s(r.device_s)} of GPU work in {_s(r.median)}")
+                summed = summed or not r.device_merged
     if not over:
         return ""
-    rows = "; ".join(f"{r.label}: {_s(r.device_s)} of GPU work in {_s(r.median)}" for r in over)
-    return (f"More GPU time than wall time{f' {where}' if where else ''} ({rows}): GPU time comes from separate "
-            f"calls run under the profiler, which can run slower than the timed ones, and it counts kernels and "
-            f"copies that overlap each in full.")
+    why = ("these records add up the durations of kernels and copies that overlapped, each in full"
+           if summed else "the profiled calls ran slower than the timed ones (overlapping kernels count once)")
+    return f"More GPU time than wall time ({'; '.join(over)}): GPU time is read from separate calls under the profiler, and {why}."
 
 
 def memory_verdict(result: Comparison, row: Timing) -> Verdict | None:
