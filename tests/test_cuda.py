@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grader import course
-from utils import bench
+from utils import bench, trace
 from utils.execute import check_records, run_one
 from utils.memory import peak_memory
 
@@ -136,7 +136,9 @@ def test_a_timeline_agrees_with_its_cards_median(quick_bench, x):
     shown = bench.timeline("T900", ("loop", loop), title="t", device="cuda")
     span = max(s.end for s in shown.spans) - min(s.start for s in shown.spans)
     row = card.baseline
-    assert abs(span - row.median) <= max(row.iqr, 0.02 * row.median), (span, row)
+    spread = max(row.iqr, 0.02 * row.median)   # the card's own: two stretches of unprofiled calls differ this much
+    # the drawn call ran under the profiler: a little longer, never shorter (trace.PROFILED_SLOWER)
+    assert -spread <= span - row.median <= spread + trace.PROFILED_SLOWER * row.median, (span, row)
 
 
 def test_a_cpu_row_beside_gpu_rows_is_recorded_on_the_gpu_with_its_own_device(quick_bench, x, records_file):
@@ -170,7 +172,8 @@ def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
     backward kernels (a plain profile), and the data pipeline's operators are traced to Python lines
     (with_stack and the verbose config; the H100 run showed only "no frame"). On the H200 (torch
     2.11) the phases of ONE profile made with both added up to 5% more GPU time than the step
-    (0.420 ms against 0.401): 09 reads its phase times from plain profiles only."""
+    (0.420 ms against 0.401), and on the H100 so did a plain profile's (0.167 + 0.270 against
+    0.421): the reader counted some kernels twice. It now counts each GPU event once, by its launch."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from utils import profiling
@@ -195,7 +198,9 @@ def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
         torch.cuda.synchronize()
     times = profiling.phase_times(prof, ["model: forward + loss", "model: backward"], 1, "cuda")["GPU kernel time"]
     assert times["model: backward"] > 0.5 * times["model: forward + loss"] > 0
-    assert times[profiling.STEP] >= times["model: forward + loss"] + times["model: backward"] - 1e-6
+    # every GPU event counts once, for one phase at most (issue 30: 0.167 + 0.273 ms against 0.421)
+    assert times[profiling.STEP] >= times["model: forward + loss"] + times["model: backward"] - 1e-6, times
+    assert times["model: forward + loss"] + times["model: backward"] > 0.8 * times[profiling.STEP], times
 
     stacks = torch.profiler._ExperimentalConfig(verbose=True)  # some builds record no frame as an event
     with profile(activities=activities, with_stack=True, experimental_config=stacks) as detail:
@@ -203,4 +208,7 @@ def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
         torch.cuda.synchronize()
     frames = profiling.PythonFrames(detail)
     callers = {profiling.python_caller(e, frames) for e in profiling.ops_inside(detail, "data: next(loader)")}
+    if not profiling.records_python_frames(verbose=True):   # found from a tiny CPU profile, not the version
+        assert callers == {profiling.NO_FRAME} and frames.note, callers
+        pytest.skip(f"torch {torch.__version__} records no Python frame even with the verbose config")
     assert any(c.endswith("augment_one") for c in callers), callers

@@ -98,12 +98,41 @@ def test_phase_times_ops_inside_and_python_caller_read_a_profile():
     assert list(grouped) == [profiling.INPUT, "model: forward + loss", profiling.STEP]
     ops = profiling.ops_inside(prof, "data: next(loader)")
     assert len(ops) > 2 * 4 * 10 and all(e.name.startswith("aten::") for e in ops)   # dozens of calls per image
-    callers = {profiling.python_caller(e) for e in ops}
-    assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in callers), callers
     assert profiling.top_self_operator(prof.key_averages()).key.startswith("aten::")
     occurrences = profiling.occurrences_ms(prof, "model: forward + loss")
     assert occurrences == pytest.approx([e.cpu_time_total / 1e3 for e in profiling.label_events(
         prof, "model: forward + loss")], abs=2e-3) and len(occurrences) == 2, "the event tree's durations, in order"
+    callers = {profiling.python_caller(e) for e in ops}
+    _skip_where_no_frame_is_recorded(prof, callers)
+    assert any(c.startswith("profiling.py:") and c.endswith("augment_one") for c in callers), callers
+
+
+def _skip_where_no_frame_is_recorded(prof, callers=None):
+    """Where this torch records no Python frame with ``with_stack=True`` alone (torch 2.11: found
+    from a tiny profile, not from the version), the readers say so, and the test of the lines
+    they name is skipped, naming the version."""
+    frames = profiling.PythonFrames(prof)
+    if profiling.records_python_frames():
+        assert frames.recorded and frames.note is None
+        return
+    assert not frames.recorded and frames.frames == [] and f"torch {torch.__version__.split('+')[0]}" in frames.note
+    assert callers is None or callers == {profiling.NO_FRAME}
+    pytest.skip(f"torch {torch.__version__} records no Python frame with with_stack=True alone (as torch 2.11 "
+                "on the H100 and H200 hosts): no line to find; torch 2.14.1 records them")
+
+
+def test_without_python_frames_the_readers_say_so_and_why():
+    """A profile made without with_stack: no frame, and the note says why (the same note as on torch 2.11)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as plain:
+        torch.ones(4).add(1)
+    frames = profiling.PythonFrames(plain)
+    assert not frames.recorded and frames.frames == [] and frames.stacks == 0
+    assert frames.note.startswith(f"torch {torch.__version__.split('+')[0]} recorded no Python frame")
+    assert "verbose=True" in frames.note and "torch 2.11" in frames.note
+    assert {profiling.python_caller(e, frames) for e in plain.events() if e.name.startswith("aten::")} == {profiling.NO_FRAME}
+    assert isinstance(profiling.records_python_frames(), bool)
 
 
 def test_cprofile_readers_and_attempt():
@@ -144,45 +173,66 @@ def test_the_executed_notebook_shows_both_phase_charts(quick_runs):
     assert sum(text.count('<img data-plot="phases"') for text in html) == 2
 
 
-def _event(name, start, end, device=profiling.CPU, kernels=(), annotation=False, activity=""):
-    from types import SimpleNamespace
+class _Raw:
+    """An event of ``prof.profiler.kineto_results.events()``, the methods the readers call (times in µs)."""
 
-    from torch.autograd.profiler_util import Interval, Kernel
+    def __init__(self, name, start, end, device=profiling.CPU, activity="cpu_op", corr=0, linked=0, annotation=False):
+        self._values = {"name": name, "start_ns": start * 1000, "end_ns": end * 1000, "device_type": device,
+                        "activity_type": activity, "correlation_id": corr, "linked_correlation_id": linked,
+                        "is_user_annotation": annotation}
 
-    return SimpleNamespace(name=name, time_range=Interval(start, end), device_type=device, is_user_annotation=annotation,
-                           activity_type=activity, kernels=[Kernel(f"k{i}", 0, d) for i, d in enumerate(kernels)])
+    def __getattr__(self, method):
+        return lambda: self._values[method]
+
+
+def _launch(op, corr, start, kernel_start, duration, name="void conv_kernel", activity="kernel"):
+    """A runtime call made by operator ``op`` (its correlation id) at ``start`` and the GPU event it queued."""
+    cuda = torch.autograd.DeviceType.CUDA
+    return [_Raw("cudaLaunchKernel", start, start + 5, activity="cuda_runtime", corr=corr, linked=op),
+            _Raw(name, kernel_start, kernel_start + duration, device=cuda, activity=activity, corr=corr, linked=op)]
 
 
 class _RecordedGpuProfile:
-    """A finished CUDA profile of one training step, as ``prof.events()`` and ``prof.key_averages()``
-    give it (times in µs): the shape the H100 run profiled, on a machine without a GPU."""
+    """A finished CUDA profile of one training step, as its raw kineto events and ``key_averages()``
+    give it (times in µs): the shape the H100 runs profiled, on a machine without a GPU. Besides the
+    kernels: what the GPU lane and the CPU side add that is not work, or not the label's."""
 
     def __init__(self):
         from types import SimpleNamespace
 
         cuda = torch.autograd.DeviceType.CUDA
-        self._events = [
-            _event("ProfilerStep#1", 0, 1000),
-            _event("model: forward + loss", 100, 400), _event("aten::conv2d", 120, 200, kernels=[50]),
-            _event("model: backward", 400, 600),
-            _event("aten::convolution_backward", 450, 550, kernels=[80, 20]),  # autograd's thread: not the label's child
-            _event("model: optimizer step", 600, 700), _event("aten::_foreach_add_", 610, 650, kernels=[10]),
-            _event("aten::copy_", 800, 820, kernels=[5]),                     # outside every label
-            *[_event(f"kernel {d}", 0, d, device=cuda) for d in (50, 80, 20, 10)],
-            _event("Memcpy HtoD", 0, 5, device=cuda, activity="gpu_memcpy"),
-            _event("model: forward + loss", 100, 500, device=cuda, annotation=True, activity="gpu_user_annotation"),
-            _event("ProfilerStep#1", 100, 1100, device=cuda, annotation=True, activity="gpu_user_annotation"),
-            _event("[memory]", 0, 0, device=cuda),
+        self.raw = [
+            _Raw("ProfilerStep#1", 0, 1000, activity="user_annotation", corr=1),
+            _Raw("model: forward + loss", 100, 400, activity="user_annotation", corr=2),
+            _Raw("aten::conv2d", 120, 200, corr=3), *_launch(3, 9001, 150, 300, 50),
+            _Raw("aten::relu", 380, 395, corr=4), *_launch(4, 9002, 390, 420, 30),   # runs while backward is labelled
+            _Raw("model: backward", 400, 600, activity="user_annotation", corr=5),
+            _Raw("aten::convolution_backward", 450, 550, corr=6),   # autograd's thread: not the label's child
+            *_launch(6, 9003, 460, 470, 80), *_launch(6, 9004, 500, 550, 20),
+            _Raw("Stream Wait Event", 560, 590, device=cuda, activity="cuda_sync", corr=9005, linked=6),  # waiting
+            # the profiler's own cost, on the CPU, with an id an operator also has (torch 2.11 gave it
+            # that operator's kernels too)
+            _Raw("Activity Buffer Request", 410, 415, activity="overhead", corr=3),
+            _Raw("model: optimizer step", 600, 700, activity="user_annotation", corr=7),
+            _Raw("aten::_foreach_add_", 610, 650, corr=8), *_launch(8, 9006, 620, 660, 10),
+            _Raw("aten::copy_", 800, 820, corr=9),                                          # outside every label
+            *_launch(9, 9007, 805, 830, 5, "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy"),
+            _Raw("void fill_kernel", 700, 707, device=cuda, activity="kernel", corr=9008, linked=3),  # no runtime call
+            _Raw("model: forward + loss", 300, 470, device=cuda, activity="gpu_user_annotation", corr=2,
+                 linked=2, annotation=True),
+            _Raw("ProfilerStep#1", 300, 840, device=cuda, activity="gpu_user_annotation", linked=1, annotation=True),
+            _Raw("[memory]", 130, 130, activity="cpu_instant_event"),
         ]
+        self.profiler = SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: self.raw))
         self._averages = [SimpleNamespace(key=key, device_type=profiling.CPU, cpu_time_total=t)
                           for key, t in (("ProfilerStep*", 1000), ("model: forward + loss", 300),
                                          ("model: backward", 200), ("model: optimizer step", 100))]
 
-    def events(self):
-        return self._events
-
     def key_averages(self):
         return self._averages
+
+
+PHASES3 = ["model: forward + loss", "model: backward", "model: optimizer step"]
 
 
 def test_a_steps_gpu_time_counts_every_kernel_and_no_label_twice():
@@ -190,13 +240,32 @@ def test_a_steps_gpu_time_counts_every_kernel_and_no_label_twice():
     backward kernels, launched from autograd's thread, belong to no label), and 1.84 ms before,
     1.64 ms after under a card whose GPU time rose from 6.40 to 8.61 ms."""
     prof = _RecordedGpuProfile()
-    assert profiling.gpu_ms_per_step(prof, 1) == pytest.approx(0.165)   # 50 + 80 + 20 + 10 µs kernels, a 5 µs copy
-    assert profiling.gpu_ms_per_step(prof, 2) == pytest.approx(0.0825)
-    times = profiling.phase_times(prof, ["model: forward + loss", "model: backward", "model: optimizer step"], 1, "cuda")
-    assert times["GPU kernel time"] == pytest.approx({"model: forward + loss": 0.05, "model: backward": 0.1,
-                                                      "model: optimizer step": 0.01, profiling.STEP: 0.165})
+    step = (50 + 30 + 80 + 20 + 10 + 5 + 7) / 1e3    # kernels, a copy; no label's GPU copy, no wait
+    assert profiling.gpu_ms_per_step(prof, 1) == pytest.approx(step)
+    assert profiling.gpu_ms_per_step(prof, 2) == pytest.approx(step / 2)
+    times = profiling.phase_times(prof, PHASES3, 1, "cuda")
     assert times["CPU time"][profiling.STEP] == 1.0
-    assert sum(times["GPU kernel time"].values()) - times["GPU kernel time"][profiling.STEP] <= 0.165
+
+
+def test_phases_never_add_up_to_more_gpu_time_than_the_step():
+    """Issue 30: on the H100 (torch 2.11) a plain profile's phases read 0.167 + 0.273 ms against a
+    0.421 ms step. Each GPU event now counts once, for the label whose range held its launch: a
+    kernel launched in the forward pass and run while the backward pass was labelled is the
+    forward's; a wait on the GPU lane is nobody's; an overhead event sharing an operator's id
+    takes nothing; a kernel with no runtime call recorded goes by its operator."""
+    prof = _RecordedGpuProfile()
+    gpu = profiling.phase_times(prof, PHASES3, 1, "cuda")["GPU kernel time"]
+    assert gpu == pytest.approx({"model: forward + loss": 0.087, "model: backward": 0.1,
+                                 "model: optimizer step": 0.01, profiling.STEP: 0.202})
+    assert sum(gpu[n] for n in PHASES3) <= gpu[profiling.STEP]
+    # a label around others: its nested labels keep their kernels, the outer one gets the rest
+    prof.raw.append(_Raw("train", 90, 700, activity="user_annotation", corr=10))
+    nested = profiling.phase_times(prof, ["train", *PHASES3], 1, "cuda")["GPU kernel time"]
+    assert nested["train"] == pytest.approx(0.0) and nested["model: backward"] == pytest.approx(0.1)
+    prof.raw.append(_Raw("setup", 0, 900, activity="user_annotation", corr=11))
+    nested = profiling.phase_times(prof, ["setup", "train", *PHASES3], 1, "cuda")["GPU kernel time"]
+    assert nested["setup"] == pytest.approx(0.005) and sum(nested[n] for n in ["setup", "train", *PHASES3]) \
+        == pytest.approx(nested[profiling.STEP])
 
 
 def test_python_caller_finds_the_line_by_time_when_the_event_tree_has_no_frames():
@@ -206,6 +275,7 @@ def test_python_caller_finds_the_line_by_time_when_the_event_tree_has_no_frames(
     from types import SimpleNamespace
 
     prof = _profiled_steps(1)
+    _skip_where_no_frame_is_recorded(prof)
     frames = profiling.PythonFrames(prof)
     ops = profiling.ops_inside(prof, "data: next(loader)")
     assert frames.frames and ops

@@ -208,30 +208,67 @@ def test_the_simulation_counts_blocks_and_the_cache():
     assert torch.cuda.memory_allocated is not sim.memory_allocated  # restored on exit
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_on_a_real_gpu_each_wrong_workflow_reports_other_counters_than_the_correct_one():
-    """The simulation's verdicts carry over: on the real caching allocator, every wrong workflow
-    reports counters that differ from the correct workflow's in the same situation."""
-    def run(source):
-        namespace = {"torch": torch}
-        exec(compile(source, "<answer>", "exec"), namespace)
-        gc.collect()
-        torch.cuda.empty_cache()
-        gc.disable()
-        try:
-            warm = torch.empty(WORKFLOW["cached"], dtype=torch.uint8, device="cuda")
-            del warm  # a cached block
-            ns = {"model": torch.empty(WORKFLOW["model"], dtype=torch.uint8, device="cuda"),
-                  "keep": torch.empty(WORKFLOW["keep"], dtype=torch.uint8, device="cuda"), "trainer": {}}
-            ns["trainer"]["self"] = ns["trainer"]
-            ns["trainer"]["state"] = torch.empty(WORKFLOW["cycle"], dtype=torch.uint8, device="cuda")
-            return namespace["release"](ns, "model", "trainer")
-        finally:
-            gc.enable()
-            gc.collect()
+MiB = 2**20
 
+
+def _situation(free_elsewhere: int = 0) -> dict:
+    """The release situation with sizes a real caching allocator cannot blur. The probe's own
+    (WORKFLOW: 5, 1, 3 and 7 MiB) fit in one 20 MiB segment, beside anything else the process holds:
+    on the H100, after the correct workflow's empty_cache() that segment still held live blocks, and
+    reserved memory did not move (102760448 bytes before and after), as without empty_cache(). Here
+    each block is a large allocation (over 10 MiB: a segment of its own, sized in 2 MiB steps, so
+    a multiple of 2 MiB fills it), larger than every free block the process's live segments hold
+    (``free_elsewhere``) and than the cached block, so none is carved out of another segment: each
+    freed block leaves a whole segment that empty_cache() returns."""
+    unit = max(20 * MiB, -(-(free_elsewhere + 2 * MiB) // (2 * MiB)) * 2 * MiB)
+    return {"cached": unit, "model": unit + 4 * MiB, "keep": unit + 2 * MiB, "cycle": unit + 6 * MiB}
+
+
+def _run_in_situation(source: str, allocate, empty_cache, sizes: dict) -> dict:
+    """``release(ns, "model", "trainer")`` of an answer, after: a freed (cached) block, then a
+    model, a tensor it keeps, and a trainer in a reference cycle holding state. The automatic
+    collector is paused, so only the answer's gc.collect() frees the cycle."""
+    namespace = {"torch": torch}
+    exec(compile(source, "<answer>", "exec"), namespace)
+    gc.collect()
+    empty_cache()
+    gc.disable()
+    try:
+        warm = allocate(sizes["cached"])
+        del warm  # a cached block
+        ns = {"model": allocate(sizes["model"]), "keep": allocate(sizes["keep"]), "trainer": {}}
+        ns["trainer"]["self"] = ns["trainer"]
+        ns["trainer"]["state"] = allocate(sizes["cycle"])
+        return namespace["release"](ns, "model", "trainer")
+    finally:
+        gc.enable()
+        gc.collect()
+
+
+def _each_wrong_workflow_differs(allocate, empty_cache, sizes: dict) -> None:
+    run = lambda source: _run_in_situation(source, allocate, empty_cache, sizes)  # noqa: E731
     correct = run(CORRECT["solution"])
-    assert correct["allocated_before"] - correct["allocated_after"] >= WORKFLOW["model"] + WORKFLOW["cycle"]
+    freed = sizes["model"] + sizes["cycle"]
+    assert correct["allocated_before"] - correct["allocated_after"] >= freed, correct
+    assert correct["reserved_before"] - correct["reserved_after"] >= freed + sizes["cached"], correct
     for name, (answer, _) in WRONG.items():
         if name != "made_up_numbers":
             assert run(answer) != correct, name
+
+
+def test_in_the_simulation_each_wrong_workflow_reports_other_counters_than_the_correct_one():
+    """The real-GPU test below, on the simulated allocator (the probe's): the same situation and sizes."""
+    with simulate_cuda() as sim:
+        _each_wrong_workflow_differs(sim.tensor, torch.cuda.empty_cache, _situation())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_a_real_gpu_each_wrong_workflow_reports_other_counters_than_the_correct_one():
+    """The simulation's verdicts carry over: on the real caching allocator, every wrong workflow
+    reports counters that differ from the correct workflow's in the same situation, and the
+    correct workflow's reserved memory falls by every block it freed and the cached one."""
+    gc.collect()
+    torch.cuda.empty_cache()     # what is left free sits in segments that also hold live blocks
+    free_elsewhere = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+    _each_wrong_workflow_differs(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"),
+                                 torch.cuda.empty_cache, _situation(free_elsewhere))

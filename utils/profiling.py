@@ -29,7 +29,7 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset
 
-from .trace import is_gpu_work
+from .trace import _called, kineto_gpu_work
 from .units import format_seconds
 
 SIZE = 32            # output images are SIZE x SIZE
@@ -172,41 +172,75 @@ def occurrences_ms(prof, name: str) -> list[float]:
     return [(end - start) / 1e6 for start, end in ranges]
 
 
-def _device_ms_inside(prof, windows: list) -> float:
-    """GPU kernel time (ms) launched by operators that started inside any of ``windows``, whichever
-    thread launched them: the backward pass's kernels come from autograd's own thread, outside the
-    label's event tree, but inside its time range."""
-    spans = [(w.time_range.start, w.time_range.end) for w in windows]
-    return sum(kernel.duration for e in prof.events() if e.device_type == CPU
-               and any(a <= e.time_range.start <= b for a, b in spans) for kernel in e.kernels) / 1e3
+def _launched_gpu_work(events: list) -> list[tuple[int | None, int]]:
+    """(launch time, duration), in ns, of every kernel, copy and memset among a profile's raw kineto
+    ``events``: each GPU event once, as ``gpu_ms_per_step`` counts them. Launched when the CUDA
+    runtime call that queued it (``cudaLaunchKernel``, ``cudaMemcpyAsync``...: a CPU event with the
+    same correlation id, linked to an operator) started; failing that, when the operator it is
+    linked to started; None where neither was recorded (then it counts for the step only)."""
+    calls, ops = {}, {}
+    for e in events:
+        if e.device_type() != CPU:
+            continue
+        if e.linked_correlation_id() > 0:       # a runtime call: its id is the GPU event's
+            calls.setdefault(e.correlation_id(), e.start_ns())
+        elif str(_called(e, "activity_type") or "cpu_op") in ("cpu_op", "user_annotation"):
+            ops.setdefault(e.correlation_id(), e.start_ns())   # an operator (not the profiler's overhead)
+    return [(calls.get(e.correlation_id(), ops.get(e.linked_correlation_id())), e.end_ns() - e.start_ns())
+            for e in events if kineto_gpu_work(e)]
+
+
+def _gpu_ms_by_phase(events: list, names, steps: int) -> dict[str, float]:
+    """GPU time per step (ms) of the kernels, copies and memsets launched inside each label's
+    ranges, from any thread (the backward pass's kernels come from autograd's own thread, outside
+    the label's event tree but inside its time range). Each GPU event counts once, for the
+    innermost range holding its launch, so the phases never add up to more than the step.
+
+    Not ``FunctionEvent.kernels`` summed over the operators inside a range: those lists also hold
+    the GPU lane's waits ("cuda_sync"), which are not work, and (torch 2.11) a kernel appears in the
+    list of every CPU event that shares its operator's id, where the profiler's own overhead events
+    can share one. Summing those lists, the H100 (torch 2.11) read 0.167 + 0.273 ms of phases
+    against a 0.421 ms step."""
+    windows = sorted((e.start_ns(), e.end_ns(), e.name()) for e in events
+                     if e.device_type() == CPU and e.name() in names)
+    totals = dict.fromkeys(names, 0)
+    for launch, duration in _launched_gpu_work(events):
+        holding = [w for w in windows if launch is not None and w[0] <= launch <= w[1]]
+        if holding:
+            totals[max(holding)[2]] += duration   # the range that started last: the innermost
+    return {n: ns / 1e6 / steps for n, ns in totals.items()}
 
 
 def gpu_ms_per_step(prof, steps: int) -> float:
     """GPU time per step (ms) of a finished profile: every kernel, copy and memset it recorded,
     whichever thread launched it (the backward pass's come from autograd's own), divided by
     ``steps``. Not the GPU lane's copies of the labels and of ``ProfilerStep#N``, which span the
-    kernels launched inside them: adding those up would count the kernels again."""
-    return sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type != CPU
-               and is_gpu_work(e.name, str(getattr(e, "activity_type", "") or ""),
-                               bool(getattr(e, "is_user_annotation", False)))) / 1e3 / steps
+    kernels launched inside them: adding those up would count the kernels again. Read from
+    kineto's raw events, as ``phase_times``' phases are."""
+    return sum(duration for _, duration in _launched_gpu_work(_raw_events(prof))) / 1e6 / steps
+
+
+def _raw_events(prof) -> list:
+    return list(prof.profiler.kineto_results.events())
 
 
 def phase_times(prof, names, steps: int, device: torch.device | str = "cpu",
                 averages=None) -> dict[str, dict[str, float]]:
-    """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU kernel time
-    launched inside it ("GPU kernel time"), plus the whole step (``STEP``) as the last entry: its
-    CPU time is the ``ProfilerStep*`` row's, its GPU time every kernel the profile recorded.
+    """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU time of the
+    kernels, copies and memsets launched inside it ("GPU kernel time"), plus the whole step
+    (``STEP``) as the last entry: its CPU time is the ``ProfilerStep*`` row's, its GPU time every
+    kernel the profile recorded. A GPU event counts for one label at most (the innermost range
+    holding its launch), so the labels never add up to more than the step.
     ``averages``: the profile's ``key_averages()`` if you have it (each call walks every event again).
-    Give it a profile made without ``with_stack``: on the H200 (torch 2.11), the phases of one made
-    with it and the verbose config added up to 5% more GPU time than the whole step."""
+    Give it a profile made without ``with_stack``: stacks make every operator slower to record."""
     keys = {**{n: n for n in names}, STEP: PROFILER_STEP}
     averages = prof.key_averages() if averages is None else averages
     totals = {e.key: e.cpu_time_total for e in averages if e.device_type == CPU}
     columns = {"CPU time": {n: totals.get(key, 0.0) / 1e3 / steps for n, key in keys.items()}}
     if torch.device(device).type == "cuda":
-        windows = {n: label_events(prof, n) for n in names}
-        columns["GPU kernel time"] = {**{n: _device_ms_inside(prof, windows[n]) / steps for n in names},
-                                      STEP: gpu_ms_per_step(prof, steps)}
+        events = _raw_events(prof)
+        columns["GPU kernel time"] = {**_gpu_ms_by_phase(events, list(names), steps),
+                                      STEP: sum(d for _, d in _launched_gpu_work(events)) / 1e6 / steps}
     return columns
 
 
@@ -239,17 +273,51 @@ def _own_frame(text: str) -> str | None:
 
 
 NO_FRAME = "(no Python frame recorded)"
+NO_FRAMES_WHY = ("torch {version} recorded no Python frame in this profile (no frame event, and no operator's "
+                 "stack list): frames need with_stack=True, and torch 2.11 records none even then (CPU and CUDA "
+                 "profiles alike, on the H100 and H200 hosts) unless the profile is also given "
+                 "experimental_config=torch.profiler._ExperimentalConfig(verbose=True), which fills the stack "
+                 "lists; torch 2.14.1 records frame events")
+
+
+def _tiny_step() -> torch.Tensor:
+    return torch.ones(4).add(1)
+
+
+_FRAMES_RECORDED: dict[bool, bool] = {}
+
+
+def records_python_frames(verbose: bool = False) -> bool:
+    """Whether this torch records any Python frame in a ``with_stack=True`` CPU profile (with the
+    verbose experimental config if ``verbose``): as frame events or in operators' ``stack`` lists.
+    Found from a tiny profile, once per process, not from the version (torch 2.11 records none
+    without ``verbose``; 2.14.1 records frame events). Call it outside any running profiler."""
+    if verbose not in _FRAMES_RECORDED:
+        from torch.profiler import ProfilerActivity, profile
+
+        extra = {"experimental_config": torch.profiler._ExperimentalConfig(verbose=True)} if verbose else {}
+        with profile(activities=[ProfilerActivity.CPU], with_stack=True, **extra) as tiny:
+            _tiny_step()
+        _FRAMES_RECORDED[verbose] = PythonFrames(tiny).recorded
+    return _FRAMES_RECORDED[verbose]
 
 
 class PythonFrames:
     """The Python frames of a profile made with ``with_stack=True`` (events named
-    ``file.py(line): function``), indexed by start time: ``python_caller``'s last resort."""
+    ``file.py(line): function``), indexed by start time: ``python_caller``'s last resort.
+
+    ``recorded``: whether the profile holds any frame at all, as an event or in an operator's
+    ``stack`` list; where it holds none, ``note`` says so and why (else None), and every
+    ``python_caller`` reads ``NO_FRAME``."""
 
     def __init__(self, prof):
-        self.frames = sorted((e for e in prof.events() if e.device_type == CPU and FRAME.match(e.name)),
-                             key=lambda e: e.time_range.start)
+        events = [e for e in prof.events() if e.device_type == CPU]
+        self.frames = sorted((e for e in events if FRAME.match(e.name)), key=lambda e: e.time_range.start)
         self.starts = [f.time_range.start for f in self.frames]
         self.threads = {f.thread for f in self.frames}
+        self.stacks = sum(1 for e in events if e.stack)
+        self.recorded = bool(self.frames) or self.stacks > 0
+        self.note = None if self.recorded else NO_FRAMES_WHY.format(version=torch.__version__.split("+")[0])
 
     def around(self, event) -> str | None:
         """The innermost frame outside torch whose time range holds the operator's: on the
@@ -269,12 +337,15 @@ class PythonFrames:
 def python_caller(event, frames: PythonFrames | None = None) -> str:
     """The nearest Python frame above an operator that is not inside torch (``with_stack=True``):
     from the frames the profiler records as parent events, else from the event's ``stack`` list,
-    else (given ``PythonFrames(prof)``) from the frames that were running while the operator ran.
+    else (given ``PythonFrames(prof)``) from the frames that were running while the operator ran;
+    ``NO_FRAME`` where none names it (``PythonFrames(prof).note`` says why, when the whole profile
+    holds no frame).
 
     The last way reads time, not the event tree. On the H100 and H200 hosts (torch 2.11, Python
     3.12) no frame was recorded as an event at all, with or without CUDA activity: there only the
     ``stack`` lists, filled when the profile is given the private
-    ``experimental_config=torch.profiler._ExperimentalConfig(verbose=True)``, name the lines."""
+    ``experimental_config=torch.profiler._ExperimentalConfig(verbose=True)``, name the lines;
+    without it, nothing does (``records_python_frames()`` tells from a tiny profile)."""
     parent = event.cpu_parent
     while parent is not None:
         found = _own_frame(parent.name)
