@@ -300,3 +300,12 @@ def test_every_host_bound_row_the_issue_named_is_labelled(quick_1128, tip, title
         rows = c.rows[1:] if tip != "T081" else [c.row("torchvision decode_jpeg on the GPU (nvJPEG)")]
         for row in rows:
             assert c.verdict(row).text.startswith("host-bound: "), (tip, i, row.label, c.verdict(row))
+
+
+def test_c005_is_judged_on_the_better_of_the_one_stream_and_side_stream_rows(quick_1128, full_1128):
+    # 01 [30] judged it on the one-stream row ("not reproduced") while the side stream ran 1.47x as fast
+    for run in (quick_1128, full_1128):
+        findings, overall = judged("C005", run)
+        c = find(run, "T016")
+        side = c.pair("pinned non_blocking copy on a side stream, overlapping the matmul", "pinned blocking copy, then matmul")
+        assert overall == claims.REPRODUCED and findings[0].factor == pytest.approx(side[0].speedup(side[1]))
