@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One prepared run on an offline GPU host, from the repository root, with the notebook wheels in .whl/
 # (docs: ../shared/gpu-runs/HOW.md). Each step has its own timeout and leaves its files in $OUT as it ends.
-#   bash deploy/gpu-host.sh STEP...   STEP: floor | quick | tests | full:NB,NB,...
+#   bash deploy/gpu-host.sh STEP...   STEP: floor | overlap | quick | tests | full:NB,NB,...
 # Times: QUICK_S, TESTS_S, FULL_S (seconds). Tests: TESTS (files).
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -19,6 +19,25 @@ import torch, torchvision; t1 = time.perf_counter()
 x = torch.ones(1, device="cuda"); torch.cuda.synchronize(); t2 = time.perf_counter()
 m = torch.randn(4096, 4096, device="cuda"); (m @ m).sum().item(); t3 = time.perf_counter()
 print(f"floor: import {t1-t0:.2f} s, cuda context {t2-t1:.2f} s, first matmul {t3-t2:.2f} s")
+PY
+}
+
+overlap() {  # does one stream overlap kernels? summed vs merged kernel time vs wall, T089's odd float32 matmul
+  python3 - <<'PY'
+import torch
+from torch.profiler import ProfilerActivity, profile
+from utils import bench, trace
+n = 4095; a = torch.randn(n, n, device="cuda"); f = lambda: a @ a
+wall = bench.measure(f, device="cuda").median
+for calls in (1, 3):
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls): f()
+        torch.cuda.synchronize()
+    spans = sorted((e.start_ns(), e.end_ns(), e.name()[:40]) for e in prof.profiler.kineto_results.events() if trace.kineto_gpu_work(e))
+    summed = sum(e - s for s, e, _ in spans) / 1e9 / calls; merged = bench.busy_ns([(s, e) for s, e, _ in spans]) / 1e9 / calls
+    overlaps = sum(1 for x, y in zip(spans, spans[1:]) if y[0] < x[1])
+    print(f"overlap: {calls} call(s): wall {wall*1e3:.2f} ms, summed {summed*1e3:.2f} ms, merged {merged*1e3:.2f} ms, "
+          f"{len(spans)} GPU events, {overlaps} start before the previous ends; {spans[0][2]}")
 PY
 }
 
@@ -53,9 +72,10 @@ rm -rf /tmp/b; mkdir -p /tmp/b
 for step in "$@"; do
   case $step in
     floor) floor ;;
+    overlap) overlap ;;
     quick) quick ;;
     tests) tests ;;
     full:*) IFS=, read -ra nbs <<< "${step#full:}"; full "${nbs[@]}" ;;
-    *) echo "unknown step: $step (floor | quick | tests | full:NB,NB)" >&2; exit 2 ;;
+    *) echo "unknown step: $step (floor | overlap | quick | tests | full:NB,NB)" >&2; exit 2 ;;
   esac
 done
