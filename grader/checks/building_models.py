@@ -1,4 +1,28 @@
-"""Checks for 03_building_models: DeepMLP (T039) and fold_normalize (T047)."""
+"""Checks for 03_building_models: DeepMLP (T039) and fold_normalize (T047).
+
+DeepMLP's clauses (the notebook's Exercise 1) and where each is checked; what is registered is read from
+each module's own registry in the sandbox (not through methods an answer can override):
+  1 Linear(in -> hidden), ReLU, num_hidden_layers x [Linear(hidden -> hidden), ReLU], Linear(hidden -> out),
+    no ReLU at the end (outputs made mostly negative to show one); num_hidden_layers = 0 works;
+    the same in eval() mode; gradients reach every parameter ................................... deep_mlp_forward
+  2 exactly num_hidden_layers + 2 nn.Linear layers, each with its own weight and a bias ........ deep_mlp_registered
+  3 every layer registered, once: parameters() holds each tensor once, state_dict() each weight
+    under one name (its numbers add up) ....................................................... deep_mlp_registered
+  4 registered in the order forward applies them: named_modules() and state_dict() list the layers
+    input, hidden..., output (an output layer registered first fails); forward applies them in that
+    order (the hidden layers' order shows in the output) ........ deep_mlp_registered, deep_mlp_forward
+  5 .to(float64) and .to("meta") reach every layer; forward creates no tensor of its own (model and
+    input on the CPU under meta as the default device stay on the CPU) ........................ deep_mlp_moves
+fold_normalize's clauses (Exercise 2):
+  1 a new, plain nn.Conv2d with new(x) == conv((x - mean) / std): any kernel, stride, dilation, groups,
+    with and without a bias, float32 and float64 ............................................. fold_matches
+  2 conv's hyperparameters (padding_mode included), and always a bias ........ fold_matches, fold_padding
+  3 reflect / replicate / circular padding: exact, borders included ............................ fold_padding
+  4 zero padding > 0 in either direction raises ValueError with a message ....................... fold_padding
+  5 its own parameters (nn.Parameter, named weight and bias, sharing nothing with conv), conv's dtype,
+    and conv's device (conv on meta gives a layer on meta) ....................................... fold_safe
+  6 conv, mean and std unmodified (after the call, and after the new layer is edited) ............. fold_safe
+"""
 from __future__ import annotations
 
 import torch
@@ -97,6 +121,20 @@ def deep_mlp_registered(evidence: Evidence, inputs: dict) -> None:
                f"{name} has {len(rec['linears'])} nn.Linear layers, expected {config[3] + 2}")
         for layer in rec["linears"]:
             expect(layer["bias"] is not None, f"{name}: every Linear layer should keep its bias")
+        # registered in the order forward applies them (forward's order itself: deep_mlp_forward), as
+        # named_modules() and state_dict() list them: input layer, hidden layers, output layer
+        i, h, o, n = config
+        order = [(h, i)] + [(h, h)] * n + [(o, h)]
+        seen = [tuple(tensor(l["weight"], f"{name}: a Linear weight").shape) for l in rec["linears"]]
+        expect(seen == order, f"{name}: named_modules() lists the Linear layers as {_layers(seen)}, expected "
+                              f"{_layers(order)}: register each layer in the order forward applies it")
+        weights = [tuple(t.shape) for k, t in state.items() if t.dim() == 2]
+        expect(weights == order, f"{name}: state_dict() lists the weights as {_layers(weights)}, expected "
+                                 f"{_layers(order)}: register each layer in the order forward applies it")
+
+
+def _layers(shapes) -> str:
+    return ", ".join(f"{s[1]}->{s[0]}" if len(s) == 2 else str(s) for s in shapes)
 
 
 def _count(i, h, o, n):
