@@ -1,10 +1,30 @@
-"""Checks for 04_training_loop: train_epoch (T054/T055) and train_accumulated (T054-T056)."""
+"""Checks for 04_training_loop: train_epoch (T054/T055) and train_accumulated (T054-T056).
+
+train_epoch's clauses (Exercise 1) and where each is checked, on three models (a list and a generator
+of batches, SGD with and without momentum):
+  1 one training step per batch: loss_fn(model(inputs), targets), backward, one optimizer step;
+    the final weights equal the grader's own loop's ................................ train_epoch_reference
+  2 a step sees its own batch's gradients only (stale gradients before the call) ........ train_epoch_reset
+  3 a list of plain Python floats, one per batch, in order ................................ train_epoch_floats
+    each the loss itself: equal, to the last bit, to loss.item() of the tensor loss_fn returned for that
+    batch in the sandbox (not a rounded copy), and to the grader's own loop's loss before that batch's
+    update (1e-4) .................................................................... train_epoch_reference
+  4 no batch's graph alive after its step (each loss's graph tagged, watched with a weakref) . train_epoch_floats
+  5 one pass over a generator; an empty iterable gives [] ......................... train_epoch_floats, reference
+train_accumulated's clauses (Exercise 2):
+  1 one step per group of `accumulate` micro-batches (a shorter last group too), with the gradients of the
+    group's mean loss over its samples; none from before the call or the previous group ... accumulated_reference
+    (equal sizes, accumulate=1), accumulated_uneven (uneven sizes, a partial group, stale gradients, Adam)
+  2 loss_fn once per micro-batch; each backpropagated before the model runs on the next ... accumulated_graphs
+  3 at most one host read per step (the function mode and ATen's item, any thread) ...... accumulated_syncs
+  4 one float per step, the group's mean loss before the step; [] for an empty iterable .. accumulated_reference
+"""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from . import AssignmentChecks, Evidence, close, expect, probe_definitions, uses, value
+from . import AssignmentChecks, Evidence, Fail, close, expect, probe_definitions, tensor, uses, value
 
 SHARED = probe_definitions("training_loop")  # ARCHITECTURES, LOSSES, OPTIMIZERS: one definition for both sides
 ARCHITECTURES, LOSSES, OPTIMIZERS = SHARED["ARCHITECTURES"], SHARED["LOSSES"], SHARED["OPTIMIZERS"]
@@ -89,10 +109,10 @@ def train_epoch_floats(evidence: Evidence, inputs: dict) -> None:
                "tensors. Keep loss.item(), a float, wherever the loss is logged")
     empty = value(evidence.probe("train_epoch")["empty"], "train_epoch with no batches")
     expect(empty == ["list", 0], "train_epoch with no batches should return []")
-    train_epoch_reference(evidence, inputs, slice(0, 1))  # the floats must be the real losses
+    train_epoch_reference(evidence, inputs, slice(0, 1), exact=False)  # the floats must be the real losses
 
 
-def train_epoch_reference(evidence: Evidence, inputs: dict, cases: slice = slice(1, 2)) -> None:
+def train_epoch_reference(evidence: Evidence, inputs: dict, cases: slice = slice(1, 2), exact: bool = True) -> None:
     for case, run, what in list(_runs(evidence, inputs))[cases]:
         losses, state = _reference(case)
         expect(len(run["items"]) == len(losses), f"{what}: {len(run['items'])} losses, expected {len(losses)}")
@@ -100,6 +120,25 @@ def train_epoch_reference(evidence: Evidence, inputs: dict, cases: slice = slice
         close(got, torch.tensor(losses, dtype=torch.float64), f"{what}: the losses (one reset, forward, backward, "
               "step per batch; each loss recorded before the update)", rtol=1e-4, atol=1e-5)
         _same_weights(run, state, what)
+    if exact:
+        for case, run, what in _runs(evidence, inputs):
+            _exact_losses(run, what)
+
+
+def _exact_losses(run: dict, what: str) -> None:
+    """Each logged value is the loss itself, to the last bit: what loss.item() gives for the tensor
+    loss_fn returned for that batch (in the sandbox, so the answer's own arithmetic is not in
+    question), not a rounded or otherwise reworked copy."""
+    returned = [tensor(t, f"{what}: the loss of batch {i + 1}").double().item() for i, t in enumerate(run["losses"])]
+    items = run["items"]
+    if len(returned) != len(items):  # loss_fn called more or less than once per batch: match any of them
+        returned = [set(returned)] * len(items)
+    for i, (item, loss) in enumerate(zip(items, returned)):
+        ok = item in loss if isinstance(loss, set) else item == loss
+        if type(item) is float and not ok:
+            want = min(loss, key=lambda v: abs(v - item)) if isinstance(loss, set) and loss else loss
+            raise Fail(f"{what}: loss {i + 1} is {item!r}, but the loss of that batch is {want!r}: log the value "
+                       "itself (loss.item()), not a rounded copy")
 
 
 def train_epoch_reset(evidence: Evidence, inputs: dict) -> None:

@@ -25,6 +25,7 @@ def _run(fn, case):
         "type": type(losses).__name__,
         "items": [v if type(v) is float else f"<{type(v).__name__}>" for v in losses] if type(losses) is list else [],
         "state": {k: plain(v) for k, v in model.state_dict().items()}, "kept": graphs.kept,
+        "losses": graphs.values[:100],    # what loss_fn returned, batch by batch: the values to log
     }
 
 
@@ -117,6 +118,7 @@ class _Graphs:
 
     def __init__(self, loss, unit="micro-batch"):
         self.loss, self.tokens, self.kept, self.ahead, self.unit = LOSSES[loss](), [], [], [], unit
+        self.values = []   # train_epoch's losses, copied as returned (no host read: train_accumulated's are counted)
 
     def older_alive(self, where):
         _note_first(self.kept, where, lambda: [i for i, ref in enumerate(self.tokens[:-1]) if ref() is not None])
@@ -130,7 +132,10 @@ class _Graphs:
         self.pending(f"{self.unit} {_len(self.tokens) + 1}'s loss")
         token = _Token()
         self.tokens.append(_weakref(token))
-        return _tag(self.loss(outputs, targets), token)
+        loss = _tag(self.loss(outputs, targets), token)
+        if self.unit == "batch":
+            self.values.append(plain(loss))
+        return loss
 
 
 def _counted(base, log, graphs):
