@@ -1,6 +1,10 @@
 """Helpers for probes. Probes run INSIDE the sandbox, after the student's code: they call the
 student's functions on inputs chosen by the grader and return plain data (tensors, numbers,
 strings, lists, dicts). They hold no expected answers; the trusted checks decide."""
+import contextlib
+import sys
+import types
+
 import torch
 from torch import nn
 
@@ -15,6 +19,25 @@ def plain(value):
     if type(value) in (torch.Tensor, nn.Parameter):
         return _contiguous(_clone(_detach(value)))
     return f"<not a tensor: {type(value).__name__}>"
+
+
+@contextlib.contextmanager
+def dynamo_left_unloaded():
+    """For running an answer on the meta device: meta kernels written in Python are wrapped in
+    ``torch._disable_dynamo``, whose first call imports Dynamo, over a second of CPU in every sandbox
+    for code that never compiles. Meanwhile ``torch._dynamo`` is a stand-in whose ``disable`` leaves a
+    function as it is (unless Dynamo is loaded already); the real one loads on the next import."""
+    if "torch._dynamo" in sys.modules:
+        yield
+        return
+    stub = types.ModuleType("torch._dynamo")
+    stub.disable = lambda fn=None, recursive=True, wrapping=True: fn
+    sys.modules["torch._dynamo"] = stub
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch._dynamo") is stub:
+            del sys.modules["torch._dynamo"]
 
 
 def attempt(fn, *args, **kwargs):

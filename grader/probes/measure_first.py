@@ -160,11 +160,11 @@ def stable_softplus(namespace, inputs):
 
     def on_meta(shape):  # a device other than the CPU, without data: as on a GPU, the result must stay there
         recording = _Values()
-        with recording:
+        with dynamo_left_unloaded(), recording:
             attempt(fn, torch.zeros(shape, dtype=torch.float64))
         replay = _Values(recording.log)
         try:
-            with replay:
+            with dynamo_left_unloaded(), replay:
                 y = fn(torch.zeros(shape, dtype=torch.float64, device="meta"))
         except BaseException as exc:
             return {"error": f"{type(exc).__name__}: {exc}"[:2000], "unanswered": replay.unanswered}

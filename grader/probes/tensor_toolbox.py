@@ -1,8 +1,6 @@
 """Probes for 02_tensor_toolbox (run in the sandbox; see common.py)."""
 import contextlib
-import sys
 import tracemalloc
-import types
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -112,30 +110,12 @@ class _NewData(torch.overrides.TorchFunctionMode):
 _FROM_DATA = (torch.tensor, torch.as_tensor, torch.asarray)
 
 
-@contextlib.contextmanager
-def _dynamo_left_unloaded():
-    """Meta kernels written in Python are wrapped in ``torch._disable_dynamo``, whose first call imports
-    Dynamo: 1.2 s of CPU in every sandbox, for code that never compiles. While the stand-in device runs,
-    ``torch._dynamo`` is a stand-in whose ``disable`` leaves a function as it is (unless Dynamo is loaded)."""
-    if "torch._dynamo" in sys.modules:
-        yield
-        return
-    stub = types.ModuleType("torch._dynamo")
-    stub.disable = lambda fn=None, recursive=True, wrapping=True: fn
-    sys.modules["torch._dynamo"] = stub
-    try:
-        yield
-    finally:
-        if sys.modules.get("torch._dynamo") is stub:
-            del sys.modules["torch._dynamo"]
-
-
 def _on_device(fn, *tensors):
     """``fn`` called on ``tensors`` moved to the stand-in device: (device of the result, its values, the
     inputs' values after the call)."""
     device = _Device()
     args = [device.put(t) for t in tensors]
-    with _dynamo_left_unloaded(), _NewData(device), device:
+    with dynamo_left_unloaded(), _NewData(device), device:
         result = fn(*args)
     if not isinstance(result, torch.Tensor):
         return {"device": None, "result": plain(result)}
