@@ -339,7 +339,7 @@ def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None =
             entry.variant_device, entry.variant_device_name = str(on), device_name(on)
         records.append(written)
         result.records = written   # the card carries them into the notebook too
-    present.measured(result)
+    present.remember(result)
     return result
 
 

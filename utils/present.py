@@ -176,7 +176,7 @@ def sentence(result: Comparison, row: Timing) -> str:
 _MEASURED: list[Comparison] = []   # this process's comparisons (a notebook's, in order), for claims judged beside others
 
 
-def measured(result: Comparison) -> None:
+def remember(result: Comparison) -> None:
     """Remember a comparison measured in this process: a claim bounded by another claim's gain
     (``below``) is judged against the comparisons measured beside it."""
     _MEASURED.append(result)
