@@ -301,3 +301,15 @@ def test_folded_text_shows_only_its_caption_until_opened():
         assert seen.words == folded.caption.split() and not seen.table_widths
         assert repr(folded) == f"{folded.caption}\n{folded.text}"
     assert "&lt;x&gt;" in Folded("<x>", "t")._repr_html_()
+
+
+def test_overlapping_kernels_count_once_in_the_step_and_in_its_phases():
+    """The step's GPU time is the busy time bench measures (overlaps once), and each kernel's phase
+    gets only what it adds beyond the kernels it overlaps: the phases still add up to the step."""
+    prof = _RecordedGpuProfile()
+    # a second-stream kernel, launched in the optimizer step, running under the backward's 470-550
+    prof.raw += _launch(8, 9010, 630, 540, 40)
+    gpu = profiling.phase_times(prof, PHASES3, 1, "cuda")["GPU kernel time"]
+    assert gpu[profiling.STEP] == pytest.approx(0.202 + 0.010)     # only 570-580 is new busy time
+    assert gpu[profiling.STEP] == pytest.approx(profiling.gpu_ms_per_step(prof, 1))
+    assert sum(gpu[n] for n in PHASES3) == pytest.approx(gpu[profiling.STEP] - 0.005)  # the copy: no label

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from utils import bench
+from utils import bench, trace
 from utils.comparison import Timing
 from utils.present import Result
 
@@ -280,7 +280,7 @@ def test_a_sweep_explains_gpu_time_above_wall_time_once_for_every_point():
 
 
 def test_gpu_busy_time_counts_overlapping_kernels_once():
-    assert bench.busy_ns([(0, 10), (5, 12), (20, 25)]) == 17          # one stream, the next kernel early
-    assert bench.busy_ns([(0, 10), (2, 4), (10, 11)]) == 11            # nested, then touching
-    assert bench.busy_ns([]) == 0 and bench.busy_ns([(3, 3)]) == 0
+    assert trace.busy_ns([(0, 10), (5, 12), (20, 25)]) == 17          # one stream, the next kernel early
+    assert trace.busy_ns([(0, 10), (2, 4), (10, 11)]) == 11            # nested, then touching
+    assert trace.busy_ns([]) == 0 and trace.busy_ns([(3, 3)]) == 0
 

@@ -150,20 +150,7 @@ def gpu_seconds_per_call(fn: Callable[[], object], device: torch.device, calls: 
             torch.cuda.synchronize(device)
         events = list(prof.profiler.kineto_results.events())
     spans = [(e.start_ns(), e.end_ns()) for e in events if trace.kineto_gpu_work(e)]
-    return busy_ns(spans) / 1e9 / calls if spans else None
-
-
-def busy_ns(spans: list[tuple[int, int]]) -> int:
-    """How long at least one of ``spans`` (start, end) was running: overlapping spans count once.
-    Kernels overlap on two streams, and can on one: summed durations read up to 146% of the wall
-    time for a single-stream float32 matmul on an H100 (T089's odd size)."""
-    busy, end = 0, None
-    for start, stop in sorted(spans):
-        if end is None or start >= end:
-            busy, end = busy + stop - start, stop
-        elif stop > end:
-            busy, end = busy + stop - end, stop
-    return busy
+    return trace.busy_ns(spans) / 1e9 / calls if spans else None
 
 
 def one_call(fn: Callable[[], object], device: torch.device | str = "cpu") -> float:

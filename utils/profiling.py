@@ -29,7 +29,7 @@ from torch import nn
 from torch.profiler import record_function
 from torch.utils.data import Dataset
 
-from .trace import _called, kineto_gpu_work
+from .trace import busy_ns, busy_shares, called, kineto_gpu_work
 from .units import format_seconds
 
 SIZE = 32            # output images are SIZE x SIZE
@@ -172,29 +172,30 @@ def occurrences_ms(prof, name: str) -> list[float]:
     return [(end - start) / 1e6 for start, end in ranges]
 
 
-def _launched_gpu_work(events: list) -> list[tuple[int | None, int]]:
-    """(launch time, duration), in ns, of every kernel, copy and memset among a profile's raw kineto
-    ``events``: each GPU event once, as ``gpu_ms_per_step`` counts them. Launched when the CUDA
-    runtime call that queued it (``cudaLaunchKernel``, ``cudaMemcpyAsync``...: a CPU event with the
-    same correlation id, linked to an operator) started; failing that, when the operator it is
-    linked to started; None where neither was recorded (then it counts for the step only)."""
+def _launched_gpu_work(events: list) -> list[tuple[int | None, tuple[int, int]]]:
+    """(launch time, (start, end)), in ns, of every kernel, copy and memset among a profile's raw
+    kineto ``events``. Launched when the CUDA runtime call that queued it (``cudaLaunchKernel``,
+    ``cudaMemcpyAsync``...: a CPU event with the same correlation id, linked to an operator)
+    started; failing that, when the operator it is linked to started; None where neither was
+    recorded (then it counts for the step only)."""
     calls, ops = {}, {}
     for e in events:
         if e.device_type() != CPU:
             continue
         if e.linked_correlation_id() > 0:       # a runtime call: its id is the GPU event's
             calls.setdefault(e.correlation_id(), e.start_ns())
-        elif str(_called(e, "activity_type") or "cpu_op") in ("cpu_op", "user_annotation"):
+        elif str(called(e, "activity_type") or "cpu_op") in ("cpu_op", "user_annotation"):
             ops.setdefault(e.correlation_id(), e.start_ns())   # an operator (not the profiler's overhead)
-    return [(calls.get(e.correlation_id(), ops.get(e.linked_correlation_id())), e.end_ns() - e.start_ns())
+    return [(calls.get(e.correlation_id(), ops.get(e.linked_correlation_id())), (e.start_ns(), e.end_ns()))
             for e in events if kineto_gpu_work(e)]
 
 
-def _gpu_ms_by_phase(events: list, names, steps: int) -> dict[str, float]:
-    """GPU time per step (ms) of the kernels, copies and memsets launched inside each label's
-    ranges, from any thread (the backward pass's kernels come from autograd's own thread, outside
-    the label's event tree but inside its time range). Each GPU event counts once, for the
-    innermost range holding its launch, so the phases never add up to more than the step.
+def _gpu_ms_by_phase(events: list, work: list, names, steps: int) -> dict[str, float]:
+    """GPU time per step (ms) of the kernels, copies and memsets (``work``) launched inside each
+    label's ranges, from any thread (the backward pass's kernels come from autograd's own thread,
+    outside the label's event tree but inside its time range). Each GPU event counts once, for the
+    innermost range holding its launch, and only for its share of the step's busy time (what it
+    adds beyond the events it overlaps), so the phases never add up to more than the step.
 
     Not ``FunctionEvent.kernels`` summed over the operators inside a range: those lists also hold
     the GPU lane's waits ("cuda_sync"), which are not work, and (torch 2.11) a kernel appears in the
@@ -204,20 +205,25 @@ def _gpu_ms_by_phase(events: list, names, steps: int) -> dict[str, float]:
     windows = sorted((e.start_ns(), e.end_ns(), e.name()) for e in events
                      if e.device_type() == CPU and e.name() in names)
     totals = dict.fromkeys(names, 0)
-    for launch, duration in _launched_gpu_work(events):
+    for (launch, _), share in zip(work, busy_shares([span for _, span in work])):
         holding = [w for w in windows if launch is not None and w[0] <= launch <= w[1]]
         if holding:
-            totals[max(holding)[2]] += duration   # the range that started last: the innermost
+            totals[max(holding)[2]] += share   # the range that started last: the innermost
     return {n: ns / 1e6 / steps for n, ns in totals.items()}
 
 
+def _step_gpu_ms(work: list, steps: int) -> float:
+    """GPU busy time per step (ms) of ``work``: overlapping events count once, as ``bench`` counts them."""
+    return busy_ns([span for _, span in work]) / 1e6 / steps
+
+
 def gpu_ms_per_step(prof, steps: int) -> float:
-    """GPU time per step (ms) of a finished profile: every kernel, copy and memset it recorded,
-    whichever thread launched it (the backward pass's come from autograd's own), divided by
-    ``steps``. Not the GPU lane's copies of the labels and of ``ProfilerStep#N``, which span the
+    """GPU time per step (ms) of a finished profile: the time some kernel, copy or memset it recorded
+    was running, whichever thread launched it (the backward pass's come from autograd's own), divided
+    by ``steps``. Not the GPU lane's copies of the labels and of ``ProfilerStep#N``, which span the
     kernels launched inside them: adding those up would count the kernels again. Read from
     kineto's raw events, as ``phase_times``' phases are."""
-    return sum(duration for _, duration in _launched_gpu_work(_raw_events(prof))) / 1e6 / steps
+    return _step_gpu_ms(_launched_gpu_work(_raw_events(prof)), steps)
 
 
 def _raw_events(prof) -> list:
@@ -228,9 +234,9 @@ def phase_times(prof, names, steps: int, device: torch.device | str = "cpu",
                 averages=None) -> dict[str, dict[str, float]]:
     """Per step, in ms: each label's CPU time ("CPU time") and, on CUDA, the GPU time of the
     kernels, copies and memsets launched inside it ("GPU kernel time"), plus the whole step
-    (``STEP``) as the last entry: its CPU time is the ``ProfilerStep*`` row's, its GPU time every
-    kernel the profile recorded. A GPU event counts for one label at most (the innermost range
-    holding its launch), so the labels never add up to more than the step.
+    (``STEP``) as the last entry: its CPU time is the ``ProfilerStep*`` row's, its GPU time
+    ``gpu_ms_per_step``'s. A GPU event counts for one label at most (the innermost range holding
+    its launch), so the labels never add up to more than the step.
     ``averages``: the profile's ``key_averages()`` if you have it (each call walks every event again).
     Give it a profile made without ``with_stack``: stacks make every operator slower to record."""
     keys = {**{n: n for n in names}, STEP: PROFILER_STEP}
@@ -239,8 +245,9 @@ def phase_times(prof, names, steps: int, device: torch.device | str = "cpu",
     columns = {"CPU time": {n: totals.get(key, 0.0) / 1e3 / steps for n, key in keys.items()}}
     if torch.device(device).type == "cuda":
         events = _raw_events(prof)
-        columns["GPU kernel time"] = {**_gpu_ms_by_phase(events, list(names), steps),
-                                      STEP: sum(d for _, d in _launched_gpu_work(events)) / 1e6 / steps}
+        work = _launched_gpu_work(events)
+        columns["GPU kernel time"] = {**_gpu_ms_by_phase(events, work, list(names), steps),
+                                      STEP: _step_gpu_ms(work, steps)}
     return columns
 
 
