@@ -132,20 +132,21 @@ def discover(course_dir: Path, assignment_id: str | None = None, student_id: str
 # ---- worker side ------------------------------------------------------------------------------
 
 _SLOT = 0
+_WARM = True  # grade in this worker's warm sandbox (grading.grade), or each submission in a cold one
 
 
-def _init_worker(slots) -> None:
-    global _SLOT
+def _init_worker(slots, warm: bool) -> None:
+    global _SLOT, _WARM
     import torch
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the main process decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _SLOT = slots.get()
+    _SLOT, _WARM = slots.get(), warm
     torch.set_num_threads(1)  # fork() copies no OpenMP threads: a parallel region would wait for them forever
 
 
 def _grade_in_worker(folder: Path, student: str, assignment_id: str, limits: sandbox.Limits, isolate: bool):
-    return grading.grade(folder, student, assignment_id, slot=_SLOT, limits=limits, isolate=isolate)
+    return grading.grade(folder, student, assignment_id, slot=_SLOT, limits=limits, isolate=isolate, warm=_WARM)
 
 
 # ---- main side --------------------------------------------------------------------------------
@@ -244,10 +245,11 @@ def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprin
 def autograde(place: CourseDir | Path, assignment_id: str | None = None, student_id: str | None = None,
               workers: int | None = None, report: Callable[[str], None] = print, force: bool = False,
               isolate: bool = True, limits: sandbox.Limits = sandbox.Limits(),
-              shard: tuple[int, int] | None = None) -> list[Outcome]:
+              shard: tuple[int, int] | None = None, warm: bool = True) -> list[Outcome]:
     """Grade the matching submissions of a course folder (with its gradebook: a ``CourseDir``, or
     a folder with its own SQLite file); one broken submission never stops the batch. ``shard`` =
-    (K, N): only shard K of N's students."""
+    (K, N): only shard K of N's students. ``warm=False``: a cold sandbox (a fresh Python) for each
+    submission instead of a child of the worker's warm sandbox."""
     place = CourseDir.of(place).resolved()
     course_dir = place.path
     database.check(place)
@@ -289,12 +291,13 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
     work = len(runnable) + len({s.assignment.id for s in runnable})  # reference solutions included
     workers = max(1, min(workers or os.cpu_count() or 1, work or 1, sandbox.SLOTS_PER_BLOCK))
     # Forked workers start with the grader imported and exit without interpreter teardown (a spawned
-    # one spends seconds of CPU on each). They never run student code: every submission still gets a
-    # fresh sandbox process of its own (grading.grade).
+    # one spends seconds of CPU on each). They never run student code: each keeps a warm sandbox, and
+    # every submission runs in a fresh child of it (grading.grade).
     context = multiprocessing.get_context("fork")
     slots = context.SimpleQueue()  # unlike Queue, it starts no thread before the workers fork
     with sandbox.claim_slots(workers) as first, _Stop() as stop:
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(slots,))
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(slots, warm))
         for slot in range(first, first + workers):
             slots.put(slot)
         try:

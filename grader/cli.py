@@ -87,7 +87,7 @@ def cmd_autograde(args) -> int:
     try:
         outcomes = autograde(args.course, args.assignment, args.student, args.workers, force=args.force,
                              isolate=not args.no_sandbox, report=_say, shard=args.shard,
-                             limits=Limits.with_deadline(args.deadline))
+                             limits=Limits.with_deadline(args.deadline), warm=not args.cold)
     except GradingInterrupted as exc:
         stored = sum(1 for o in exc.outcomes if not (o.error or o.skipped))
         print(f"interrupted by {exc}: grading stopped and every sandbox ended; {stored} submission(s) graded "
@@ -222,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="grade again even submissions that are unchanged")
     p.add_argument("--no-sandbox", action="store_true",
                    help="UNSAFE: run student code without bubblewrap isolation (rlimits and deadline only)")
+    p.add_argument("--cold", action="store_true",
+                   help="a fresh sandbox (a new Python that imports torch again) for each submission, instead of "
+                        "a child of each worker's warm sandbox: slower; the same isolation and the same scores")
     p.add_argument("--shard", type=_shard, metavar="K/N",
                    help="grade only shard K of N (K = 0..N-1, e.g. a Kubernetes Indexed Job's completion index): "
                         "the students whose id hashes to K modulo N")

@@ -7,6 +7,7 @@ course's source notebook; the sandbox sends back plain data only, and the checks
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
@@ -28,6 +29,7 @@ from . import course, sandbox, submission
 from .checks import Evidence, defined_names, explain, registry
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
+ZYGOTE = Path(__file__).resolve().parent / "zygote.py"
 
 
 @dataclass
@@ -98,7 +100,7 @@ def fingerprint(assignment_id: str) -> str:
     """Changes whenever anything that decides this assignment's grades changes."""
     assignment = course.find(assignment_id)
     here = Path(__file__).resolve().parent
-    files = [RUNNER, Path(__file__).resolve(), *sorted(here.glob("checks/*.py")), *sorted(here.glob("probes/*.py")),
+    files = [RUNNER, ZYGOTE, Path(__file__).resolve(), *sorted(here.glob("checks/*.py")), *sorted(here.glob("probes/*.py")),
              assignment.source_dir / assignment.notebook_name]
     digest = hashlib.sha256()
     for path in files:
@@ -107,7 +109,9 @@ def fingerprint(assignment_id: str) -> str:
 
 
 def grade(folder: Path, student: str, assignment_id: str, slot: int | None = None,
-          limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True) -> Result:
+          limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True, warm: bool = True) -> Result:
+    """Grade one submission. ``warm``: in this process's warm sandbox for ``slot`` (started on first
+    use; a cold sandbox when none can run here, or when it fails: the result's notes say so)."""
     start = time.monotonic()
     checks = registry()[assignment_id]
     cells = source_cells(assignment_id)
@@ -122,17 +126,18 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     result.answers, result.notes, result.sha256 = answers.cells, answers.notes, answers.sha256
     code = {g: s for g, s in answers.cells.items() if g in cells.answers}  # written answers are not code
     inputs = checks.inputs()
-    with tempfile.TemporaryDirectory(prefix="grade-job-") as job:
-        job_dir = Path(job)
-        _write_job(job_dir, cells.setup, {g: s for g, s in code.items() if g not in cells.unrun}, checks,
-                   list(inputs), limits, isolate)
-        torch.save(inputs, job_dir / "inputs.pt")
-        for path in job_dir.iterdir():
-            path.chmod(0o644)
-        job_dir.chmod(0o755)  # readable by the sandbox's unprivileged uid, writable by nobody there
-        job_path = sandbox.JOB_MOUNT if isolate else str(job_dir)
-        run = sandbox.run(job_dir, [sys.executable, f"{job_path}/runner.py", job_path, "{fd}"], slot=slot,
-                          limits=limits, isolate=isolate)
+    job = _job(cells.setup, {g: s for g, s in code.items() if g not in cells.unrun}, checks, list(inputs),
+               limits, isolate)
+    run = None
+    warm_sandbox = _warm_sandbox(slot, limits) if warm and isolate and slot is not None else None
+    if warm_sandbox is not None:
+        try:
+            run = warm_sandbox.run({"job": job, "probes": {p.name: p.read_text(encoding="utf-8")
+                                                           for p in checks.probe_files}}, _saved(inputs))
+        except sandbox.WarmUnavailable as exc:
+            result.notes.append(f"graded in a fresh sandbox: the grading worker's warm one failed ({exc})")
+    if run is None:
+        run = _run_cold(job, checks, inputs, slot, limits, isolate)
     evidence = parse(run, limits, isolate)
     result.seconds = time.monotonic() - start
     if evidence.environment:
@@ -150,6 +155,80 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     return result
 
 
+def _run_cold(job: dict, checks, inputs: dict, slot: int | None, limits: sandbox.Limits,
+              isolate: bool) -> sandbox.RunResult:
+    """The job in a sandbox of its own: a fresh Python, which imports everything again."""
+    with tempfile.TemporaryDirectory(prefix="grade-job-") as folder:
+        job_dir = Path(folder)
+        shutil.copy(RUNNER, job_dir / "runner.py")
+        for path in checks.probe_files:
+            shutil.copy(path, job_dir / path.name)
+        (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        torch.save(inputs, job_dir / "inputs.pt")
+        for path in job_dir.iterdir():
+            path.chmod(0o644)
+        job_dir.chmod(0o755)  # readable by the sandbox's unprivileged uid, writable by nobody there
+        job_path = sandbox.JOB_MOUNT if isolate else str(job_dir)
+        return sandbox.run(job_dir, [sys.executable, f"{job_path}/runner.py", job_path, "{fd}"], slot=slot,
+                           limits=limits, isolate=isolate)
+
+
+def _job(setup, answers: dict[str, str], checks, probes: list[str], limits: sandbox.Limits, isolated: bool) -> dict:
+    return {"setup": list(setup), "answers": answers, "probes": probes,
+            "probe_files": [path.name for path in checks.probe_files], "cell_s": limits.cell_s,
+            "frame_bytes": limits.output_bytes, "isolated": isolated}
+
+
+def _saved(inputs: dict) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(inputs, buffer)
+    return buffer.getvalue()
+
+
+_WARM: dict[tuple[int, sandbox.Limits], sandbox.WarmSandbox] = {}
+_COLD_ONLY: list[str] = []   # why warm sandboxes cannot start in this process, once known
+
+
+def _warm_sandbox(slot: int, limits: sandbox.Limits) -> sandbox.WarmSandbox | None:
+    """This process's warm sandbox for ``slot``, started (or restarted) when needed; None when they
+    cannot run here (said once on stderr: every submission is then graded in a cold sandbox)."""
+    if _COLD_ONLY:
+        return None
+    warm = _WARM.pop((slot, limits), None)
+    if warm is not None and warm.alive():
+        _WARM[(slot, limits)] = warm
+        return warm
+    if warm is not None:
+        warm.close()
+    try:
+        _WARM[(slot, limits)] = sandbox.WarmSandbox([RUNNER, ZYGOTE], preload_modules(), slot, limits)
+    except sandbox.WarmUnavailable as exc:
+        _COLD_ONLY.append(str(exc))
+        print(f"grader: {exc}; grading each submission in a cold sandbox", file=sys.stderr)
+        return None
+    return _WARM[(slot, limits)]
+
+
+@lru_cache(maxsize=1)
+def preload_modules() -> list[str]:
+    """What every assignment's setup cells import (``from X import a``: X, and X.a in case it is a
+    module): a warm sandbox imports them once, before any child starts."""
+    names: dict[str, None] = {}
+    for assignment in course.assignments():
+        for source in source_cells(assignment.id).setup:
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    names.update(dict.fromkeys(alias.name for alias in node.names))
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names[node.module] = None
+                    names.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names))
+    return list(names)
+
+
 def _defined_elsewhere(nb, ran: set[str]) -> frozenset[str]:
     """Names the student's notebook defines in code cells the grader does not run (its own copy of
     the setup cells included: the grader runs the course's), for messages about a missing name."""
@@ -161,17 +240,6 @@ def _defined_elsewhere(nb, ran: set[str]) -> frozenset[str]:
                 and (meta.get("grade_id") if isinstance(meta, dict) else None) not in ran):
             names |= defined_names(source)
     return frozenset(names)
-
-
-def _write_job(job_dir: Path, setup, answers: dict[str, str], checks, probes: list[str], limits: sandbox.Limits,
-               isolated: bool) -> None:
-    shutil.copy(RUNNER, job_dir / "runner.py")
-    for path in checks.probe_files:
-        shutil.copy(path, job_dir / path.name)
-    job = {"setup": list(setup), "answers": answers, "probes": probes,
-           "probe_files": [path.name for path in checks.probe_files], "cell_s": limits.cell_s,
-           "frame_bytes": limits.output_bytes, "isolated": isolated}
-    (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
 
 
 # ---- reading what the sandbox sent ----------------------------------------------------------

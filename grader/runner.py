@@ -36,6 +36,23 @@ GRACE_S = 2  # after its own deadline, the time a probe's process has to send wh
 
 
 def main(job_dir: str, fd: int) -> None:
+    """A cold run: the job's files in ``job_dir``."""
+    import torch
+
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    inputs_path = os.path.join(job_dir, "inputs.pt")
+    inputs = torch.load(inputs_path, weights_only=True) if os.path.exists(inputs_path) else {}
+    probe_sources = {}
+    for name in job["probe_files"]:
+        with open(os.path.join(job_dir, name), encoding="utf-8") as f:
+            probe_sources[name] = f.read()
+    run_job(job, inputs, probe_sources, fd)
+
+
+def run_job(job: dict, inputs: dict, probe_sources: dict, fd: int) -> None:
+    """Run the setup cells, the answers and the probes, streaming frames to ``fd``; never returns.
+    A warm sandbox's child calls it directly, its inputs read before any student code runs."""
     import torch
 
     save, BytesIO, pack, threads = torch.save, io.BytesIO, struct.pack, torch.set_num_threads  # before student code
@@ -52,10 +69,6 @@ def main(job_dir: str, fd: int) -> None:
             exit_now(0)
         _write_all(fd, encode(kind, name, data))
 
-    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
-        job = json.load(f)
-    inputs_path = os.path.join(job_dir, "inputs.pt")
-    inputs = torch.load(inputs_path, weights_only=True) if os.path.exists(inputs_path) else {}
     torch.set_num_threads(1)
 
     from IPython.core.interactiveshell import InteractiveShell
@@ -66,9 +79,8 @@ def main(job_dir: str, fd: int) -> None:
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config, colors="nocolor")
     probes: dict = {"__name__": "probes"}  # loaded before any student code, so they hold the real objects
-    for name in job["probe_files"]:
-        with open(os.path.join(job_dir, name), encoding="utf-8") as f:
-            exec(compile(f.read(), name, "exec"), probes)
+    for name, source in probe_sources.items():
+        exec(compile(source, name, "exec"), probes)
     for index, source in enumerate(job["setup"]):
         ok, error, _ = _run_cell(shell, capture_output, source, job["cell_s"])
         if not ok:

@@ -26,7 +26,10 @@ import fcntl
 import os
 import resource
 import shutil
+import json
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -274,13 +277,129 @@ def _kill_group(proc: subprocess.Popen, wait: bool = True) -> None:
         proc.wait()
 
 
-def _kill_uid(uid: int) -> None:
-    """Belt and braces: nothing may keep running as the slot's uid once its run is over."""
-    for pid in _pids_of(uid):
+def _kill_uid(uid: int, spare: set[int] = frozenset()) -> None:
+    """Belt and braces: nothing may keep running as the slot's uid once its run is over (but ``spare``)."""
+    for pid in set(_pids_of(uid)) - spare:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             continue
+
+
+class WarmUnavailable(RuntimeError):
+    """A warm sandbox could not start, or stopped answering: grade in a cold one instead."""
+
+
+WARM_JOBS = 200   # a warm sandbox retires after this many jobs (its own CPU-time limit keeps counting)
+WARM_START_S = 120.0
+WARM_MARGIN_S = 15.0  # past a job's deadline, the time the warm sandbox has to say how its child ended
+
+
+class WarmSandbox:
+    """One sandbox kept running for a grading worker (``grader/zygote.py`` inside): the course's
+    runtime is imported once, and each job runs in a child forked from it that isolates itself in
+    new namespaces before any student code runs (see the zygote's docstring). ``run`` returns what
+    ``sandbox.run`` returns for the same job. Same mounts, environment, uid and rlimits as a cold
+    sandbox; the slot's processes other than the warm ones are killed after every job."""
+
+    def __init__(self, files: list[Path], preload: list[str], slot: int, limits: Limits):
+        if slot - slot % SLOTS_PER_BLOCK not in _HELD:
+            raise ValueError(f"sandbox slot {slot} is not held by this grading run: claim it with claim_slots()")
+        self.slot, self.limits, self.jobs, self.owner = slot, limits, 0, os.getpid()
+        self.dir = Path(tempfile.mkdtemp(prefix="warm-sandbox-"))  # its /job, only until it is ready
+        for path in files:
+            shutil.copy(path, self.dir / path.name)
+            (self.dir / path.name).chmod(0o644)
+        self.dir.chmod(0o755)
+        self.sock, inside = socket.socketpair()
+        config = json.dumps({"preload": preload, "tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes})
+        argv = [sys.executable, f"{JOB_MOUNT}/zygote.py", str(inside.fileno()), config]
+        processes = limits.processes + (0 if os.geteuid() == 0 else sum(1 for _ in _pids_of(os.getuid())))
+        self.proc = subprocess.Popen(command(self.dir, argv, slot, limits), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(inside.fileno(),),
+                                     preexec_fn=lambda: _set_limits(limits, processes), start_new_session=True)
+        inside.close()
+        self.log: list = []
+        threading.Thread(target=_drain, args=(self.proc.stderr, limits.log_bytes, True, self.log), daemon=True).start()
+        reply = self._reply(WARM_START_S)
+        shutil.rmtree(self.dir, ignore_errors=True)  # read and imported by now; nothing is left to clean up
+        if not reply.get("ready"):
+            self.close()
+            raise WarmUnavailable(f"a warm sandbox cannot isolate its children here: {reply.get('reason')}")
+        self.warm_pids = set(_pids_of(UID_BASE + slot)) if os.geteuid() == 0 else set()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.jobs < WARM_JOBS and os.getpid() == self.owner
+
+    def run(self, job: dict, data: bytes) -> RunResult:
+        """Run one job (the runner's ``run_job`` arguments, plus ``wall_s``) in a fresh child."""
+        start = time.monotonic()
+        self.jobs += 1
+        results, stderr = os.pipe(), os.pipe()
+        body = json.dumps({**job, "wall_s": self.limits.wall_s}).encode()
+        try:
+            socket.send_fds(self.sock, [_HEADER.pack(b"J", len(body), len(data))], [results[1], stderr[1]])
+            self.sock.sendall(body + data)
+        except OSError as exc:
+            self.close()
+            raise WarmUnavailable(f"the warm sandbox stopped taking jobs ({exc})") from None
+        finally:
+            os.close(results[1])
+            os.close(stderr[1])
+        output, log = [], []
+        readers = [threading.Thread(target=_drain, args=(os.fdopen(results[0], "rb"), self.limits.output_bytes,
+                                                         False, output, self._stop_child)),
+                   threading.Thread(target=_drain, args=(os.fdopen(stderr[0], "rb"), self.limits.log_bytes, True, log))]
+        for reader in readers:
+            reader.start()
+        ended = self._reply(self.limits.wall_s + WARM_MARGIN_S)
+        if "status" not in ended:
+            self.close()
+        for reader in readers:
+            reader.join(timeout=10)
+        if os.geteuid() == 0:
+            _kill_uid(UID_BASE + self.slot, spare=self.warm_pids)
+        if "status" not in ended:
+            raise WarmUnavailable(f"the warm sandbox stopped answering ({ended.get('reason')})")
+        return RunResult(None if ended["timed_out"] else ended["status"], ended["timed_out"],
+                         output[0] if output else b"", bool(output and output[1]),
+                         (log[0] if log else b"").decode("utf-8", "replace"), time.monotonic() - start)
+
+    def _stop_child(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.sendall(b"K")
+
+    def _reply(self, seconds: float) -> dict:
+        """The warm sandbox's next line, or {"reason": why none came}."""
+        self.sock.settimeout(seconds)
+        line = b""
+        try:
+            while not line.endswith(b"\n"):
+                chunk = self.sock.recv(4096)
+                if not chunk:
+                    return {"reason": f"it ended; its log: {self._log()}"}
+                line += chunk
+            return json.loads(line)
+        except TimeoutError:
+            return {"reason": f"no answer within {seconds:.0f} s"}
+        except (OSError, ValueError) as exc:
+            return {"reason": str(exc)}
+
+    def _log(self) -> str:
+        time.sleep(0.1)
+        return (self.log[0] if self.log else b"").decode("utf-8", "replace").strip()[-500:] or "(empty)"
+
+    def close(self) -> None:
+        """End it (a forked copy of this object, in another process, leaves it alone)."""
+        if os.getpid() != self.owner:
+            return
+        self.sock.close()
+        _kill_group(self.proc)
+        if os.geteuid() == 0:
+            _kill_uid(UID_BASE + self.slot)
+
+
+_HEADER = struct.Struct(">cIQ")  # zygote.HEADER: kind, the JSON's length, the data's length
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,174 @@
+"""The warm sandbox: one per grading worker, a forked child per submission. Nothing a child does
+survives into the next child or reaches the warm process; when the warm one fails, grading falls
+back to a cold sandbox and says so, with the same score."""
+import os
+import signal
+
+import pytest
+
+from grader import grading, sandbox
+
+LIMITS = sandbox.Limits(wall_s=30, cell_s=10, cpu_s=30)
+PROBE = "def probe(ns, _):\n    return ns.get('report')\n"
+
+
+@pytest.fixture(scope="module")
+def warm():
+    with sandbox.claim_slots(1) as slot:
+        warm = sandbox.WarmSandbox([grading.RUNNER, grading.ZYGOTE], ["torch"], slot, LIMITS)
+        yield warm
+        warm.close()
+
+
+def run(warm, *answers: str, probe: str = PROBE):
+    """The answer cells in one child of ``warm``; returns the Evidence the checks would get."""
+    job = {"setup": [], "answers": {f"a{i}": a for i, a in enumerate(answers)}, "probes": ["probe"],
+           "probe_files": ["probe.py"], "cell_s": LIMITS.cell_s, "frame_bytes": LIMITS.output_bytes,
+           "isolated": True}
+    result = warm.run({"job": job, "probes": {"probe.py": probe}}, b"")
+    return grading.parse(result, LIMITS)
+
+
+def report(warm, code: str):
+    evidence = run(warm, code + "\nreport = seen")
+    assert all(cell["ok"] for cell in evidence.cells.values()), evidence.cells
+    return evidence.probes["probe"]
+
+
+def test_a_job_runs_its_answers_and_probes(warm):
+    evidence = run(warm, "x = 41", "report = x + 1")
+    assert evidence.probes["probe"] == 42 and evidence.failure is None and evidence.environment is None
+
+
+def test_a_submission_that_patches_torch_changes_nothing_for_the_next(warm):
+    patch = ("import torch, builtins, sys, signal\n"
+             "torch.add = lambda *a, **k: torch.zeros(1)\n"
+             "torch.Tensor.sum = lambda self, *a, **k: torch.tensor(-1.0)\n"
+             "builtins.round = lambda x, *a: 0\n"
+             "sys.modules['math'] = None\n"
+             "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+             "import os; os.environ['COURSE_RECORDS'] = 'hijacked'\n"
+             "report = 'patched'")
+    assert run(warm, patch).probes["probe"] == "patched"
+    seen = report(warm, "import torch, math, os, signal\n"
+                        "seen = [torch.add(torch.ones(1), 1).item(), torch.ones(3).sum().item(), round(2.6),\n"
+                        "        math.sqrt(4.0), os.environ['COURSE_RECORDS'], signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL]")
+    assert seen == [2.0, 3.0, 3, 2.0, "", True]
+
+
+def test_files_written_by_a_submission_are_gone_for_the_next(warm):
+    write = ("import os\n"
+             "for folder in ('/tmp', '/dev/shm', os.getcwd()):\n"
+             "    open(os.path.join(folder, 'left-behind'), 'w').write('for the next student')\n"
+             "report = sorted(os.listdir('/tmp'))")
+    assert "left-behind" in run(warm, write).probes["probe"]
+    assert report(warm, "import os\nseen = [os.path.exists(os.path.join(f, 'left-behind'))"
+                        " for f in ('/tmp', '/dev/shm', os.getcwd())]") == [False, False, False]
+
+
+def test_a_submission_cannot_reach_the_warm_process(warm):
+    """Every process its /proc shows (the warm one among them) is out of reach: no signal, no
+    memory, no files, no environment; and nothing outside /tmp and /dev/shm is writable."""
+    probe_all = ("import os, signal\n"
+                 "seen, own = [], int(os.readlink('/proc/self'))  # its pid as /proc numbers it\n"
+                 "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
+                 "    if pid == own:\n"
+                 "        continue\n"
+                 "    for what, attempt in (('signal', lambda: os.kill(pid, 0)),\n"
+                 "                          ('mem', lambda: open(f'/proc/{pid}/mem', 'r+b').close()),\n"
+                 "                          ('environ', lambda: open(f'/proc/{pid}/environ', 'rb').read()),\n"
+                 "                          ('root', lambda: os.listdir(f'/proc/{pid}/root/tmp')),\n"
+                 "                          ('fd', lambda: os.listdir(f'/proc/{pid}/fd'))):\n"
+                 "        try:\n"
+                 "            if what != 'signal' or pid not in (1, os.getpid()):  # kill() numbers: its namespace's\n"
+                 "                attempt()\n"
+                 "            else:\n"
+                 "                continue\n"
+                 "            seen.append((pid, what))\n"
+                 "        except OSError:\n"
+                 "            pass\n"
+                 "for path in ('/job/zygote.py', '/job/new', '/usr/lib/python3/x'):\n"
+                 "    try:\n"
+                 "        open(path, 'a').close(); seen.append(path)\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "visible = [p for p in os.listdir('/proc') if p.isdigit()]")
+    evidence = run(warm, probe_all + "\nreport = [seen, len(visible)]")
+    assert evidence.cells["a0"]["ok"], evidence.cells
+    reached, visible = evidence.probes["probe"]
+    assert visible > 2, "the test must see processes other than its own to mean anything"
+    assert reached == [], f"a submission reached another process or a file: {reached}"
+
+
+def test_a_thread_or_process_left_running_dies_with_its_submission(warm):
+    baseline = report(warm, "import os, threading\nseen = [threading.active_count(),"
+                            " sum(p.isdigit() for p in os.listdir('/proc'))]")
+    leave = ("import os, threading, time\n"
+             "def forever():\n"
+             "    while True:\n"
+             "        open('/tmp/thread-was-here', 'w').write(str(time.time())); time.sleep(0.01)\n"
+             "threading.Thread(target=forever, daemon=False).start()\n"
+             "if os.fork() == 0:\n"
+             "    os.setsid()\n"
+             "    while True:\n"
+             "        time.sleep(0.01)\n"
+             "report = 'left'")
+    assert run(warm, leave).probes["probe"] == "left"
+    after = report(warm, "import os, threading, time\ntime.sleep(0.3)\n"
+                         "seen = [threading.active_count(), sum(p.isdigit() for p in os.listdir('/proc')),"
+                         " os.path.exists('/tmp/thread-was-here')]")
+    assert after == [*baseline, False]
+
+
+@pytest.mark.parametrize("kill", ["os.kill(os.getppid(), signal.SIGKILL)", "os.kill(1, signal.SIGKILL)",
+                                  "os.kill(-1, signal.SIGKILL)", "os.killpg(0, signal.SIGKILL)",
+                                  "[os.kill(int(p), signal.SIGKILL) for p in os.listdir('/proc')"
+                                  " if p.isdigit() and int(p) != os.getpid()]"])
+def test_a_submission_that_kills_its_parent_harms_nobody_else(warm, kill):
+    evidence = run(warm, "x = 1", f"import os, signal\ntry:\n    {kill}\nexcept OSError:\n    pass\nreport = 'after'")
+    assert evidence.cells["a0"]["ok"] and evidence.environment is None
+    assert warm.alive(), "the warm process must survive"
+    assert run(warm, "report = 'next'").probes["probe"] == "next"
+
+
+def test_the_child_runs_unprivileged_in_namespaces_of_its_own(warm):
+    seen = report(warm, "import os, socket\n"
+                        "status = open('/proc/self/status').read()\n"
+                        "caps = [l.split()[1] for l in status.splitlines() if l.startswith(('CapEff', 'CapPrm', 'CapBnd'))]\n"
+                        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=1); net = True\n"
+                        "except OSError:\n    net = False\n"
+                        "seen = [os.getuid() != 0, caps, net, os.getcwd()]")
+    assert seen == [True, ["0000000000000000"] * 3, False, "/tmp"]
+
+
+def test_a_job_past_its_deadline_is_stopped_and_the_next_runs(warm):
+    evidence = run(warm, "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass")
+    assert "a0" not in evidence.cells and "the time limit for the whole notebook" in evidence.failure
+    assert run(warm, "report = 'next'").probes["probe"] == "next"
+
+
+def test_a_warm_sandbox_that_dies_mid_job_falls_back_to_a_cold_one(monkeypatch, tmp_path):
+    """No score is lost: the submission is graded again in a cold sandbox, and its notes say so."""
+    from grader import course
+
+    assignment = course.find("01_tensors_devices")
+    folder = tmp_path / assignment.id
+    folder.mkdir()
+    (folder / assignment.notebook_name).write_bytes((assignment.source_dir / assignment.notebook_name).read_bytes())
+    with sandbox.claim_slots(1) as slot:
+        plain = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS, warm=False)
+        original = sandbox.WarmSandbox.run
+
+        def dying(self, job, data):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return original(self, job, data)
+
+        monkeypatch.setattr(sandbox.WarmSandbox, "run", dying)
+        fallen = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS)
+        monkeypatch.setattr(sandbox.WarmSandbox, "run", original)
+        again = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS)
+        for warm in grading._WARM.values():
+            warm.close()
+    assert fallen.verdicts == plain.verdicts == again.verdicts and plain.environment is None
+    assert any("fresh sandbox" in note for note in fallen.notes), fallen.notes
+    assert not any("fresh sandbox" in note for note in again.notes), "the next one gets a new warm sandbox"
