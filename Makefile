@@ -49,16 +49,17 @@ $(STAMP): pyproject.toml
 notebooks: env
 	"$(PY)" -m grader generate
 
-## Execute every solution notebook (QUICK mode), write build/report.html, then grade the sample submissions
+## Execute every solution notebook (QUICK mode), write build/report.html, then grade a small demo class (four
+## students, four exercises: correct, wrong, broken and other-style answers; the tests grade every bundled sample)
 ## and write the class device report of their records: this run's, a bundled H200 run's and the H100 reference's.
 SAMPLE_RUNS := build grader/sample_records/h200-quick references/h100-2026-11-25
 run: env
 	"$(PY)" -m utils.execute --out build
 	rm -rf "$(COURSE)/submitted"
-	"$(PY)" -m grader samples --course-dir "$(COURSE)" $(foreach r,$(SAMPLE_RUNS),--records "$(r)")
+	"$(PY)" -m grader samples --demo --course-dir "$(COURSE)" $(foreach r,$(SAMPLE_RUNS),--records "$(r)")
 	"$(PY)" -m grader autograde --course-dir "$(COURSE)"
 	"$(PY)" -m grader export --course-dir "$(COURSE)" --to build/grades.csv
-	"$(PY)" -m grader class-report --course-dir "$(COURSE)" --out build/class_report --min-learners 1  # sample students: no one's privacy
+	"$(PY)" -m grader class-report --course-dir "$(COURSE)" --out build/class_report --min-learners 1  # demo students: no one's privacy
 	@echo "grades: build/grades.csv (nbgrader lists every student for every assignment; 0 where nothing was submitted)"
 	@echo "class device report: build/class_report/class_report.html (learners: students.html; every record: class_records.csv)"
 

@@ -61,14 +61,24 @@ def cmd_generate(args) -> int:
 
 
 def cmd_samples(args) -> int:
-    from .samples import load_runs, write_samples  # nbformat: loaded by the commands that read notebooks, not by --help
+    # nbformat: loaded by the commands that read notebooks, not by --help
+    from .samples import DEMO, load_runs, write_demo, write_samples
 
-    chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
+    if args.demo:
+        chosen = [course.find(a) for a in DEMO if args.assignment in (None, a)]
+        if not chosen:
+            raise CourseError(f"{args.assignment} is not in the demo class ({', '.join(DEMO)})")
+    else:
+        chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
     runs = load_runs(args.records or [])
     for assignment in chosen:
         course.prepare(args.course, assignment)
-        students = write_samples(args.course_dir, assignment, args.course_dir / "release" / assignment.id, runs)
-        print(f"{assignment.id}: wrote samples for {', '.join(students)}")
+        release = args.course_dir / "release" / assignment.id
+        if args.demo:
+            wrote = [f"{s} ({n})" for s, n in write_demo(args.course_dir, assignment, release, runs).items()]
+        else:
+            wrote = write_samples(args.course_dir, assignment, release, runs)
+        print(f"{assignment.id}: wrote submissions of {', '.join(wrote)}")
     return 0
 
 
@@ -211,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_course_dir("samples", "write the bundled sample submissions into DIR/submitted")
     p.add_argument("--assignment")
+    p.add_argument("--demo", action="store_true",
+                   help="only a small demo class: four students, each with a correct, a wrong, a broken and an "
+                        "other-style submission, over the four exercises the course is built around")
     p.add_argument("--records", action="append", metavar="RUN",
                    help="a run's records (a folder with measurements.jsonl, or the file; repeat for several): "
                         "the samples carry them in turn, as if each had been run on that run's device")

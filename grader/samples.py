@@ -117,6 +117,35 @@ def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: 
     return students
 
 
+# The demo class (``make run``): the four exercises the design card names, each with one of its
+# wrong samples, and four students who each hand in a correct, a wrong, a broken and an
+# other-style answer, in turn.
+DEMO = {"02_tensor_toolbox": {"wrong": "loops", "other": "einsum_style"},       # sample for each kind
+        "03_building_models": {"wrong": "plain_list", "other": "modulelist_style"},
+        "04_training_loop": {"wrong": "keeps_graphs", "other": "other_style"},
+        "05_memory": {"wrong": "no_collect", "other": "other_style"}}
+DEMO_STUDENTS = ("alex", "bea", "chidi", "dana")
+DEMO_KINDS = ("correct", "wrong", "broken", "other")
+
+
+def write_demo(course_dir: Path, assignment: Assignment, release_dir: Path,
+               runs: list[list[records.Record]] = ()) -> dict[str, str]:
+    """The demo class's submissions of ``assignment`` (one of ``DEMO``); returns student id ->
+    sample name. "broken" is the bundled broken sample, or, where there is none, the released
+    notebook handed in unanswered. ``runs``: as for ``write_samples``, one per student in turn."""
+    offset = list(DEMO).index(assignment.id)
+    release_nb = nbformat.read(release_dir / assignment.notebook_name, as_version=4)
+    samples = sample_answers(assignment)
+    students = {}
+    for i, student in enumerate(DEMO_STUDENTS):
+        kind = DEMO_KINDS[(i + offset) % len(DEMO_KINDS)]
+        name = DEMO[assignment.id].get(kind, kind)
+        nb = fill(release_nb, samples[name]) if name in samples else release_nb
+        if runs:
+            nb = carry(nb, [r for r in runs[i % len(runs)] if r.notebook == assignment.id])
+        students[_submit(course_dir, student, assignment, nb)] = name if name in samples else "unanswered"
+    return students
+
 
 def enroll(place, submissions: list[tuple[str, str]]) -> None:
     """Gradebook entries (no grades) for made-up submissions, (student, assignment) pairs, as

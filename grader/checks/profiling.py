@@ -225,6 +225,43 @@ def _expected_label(case: dict) -> str:
     return max(totals, key=totals.get)
 
 
+def _measured_totals(case: dict, rec: dict) -> dict | None:
+    """Each label's row as the recorded steps really ran (the probe's clock around each range): on a
+    loaded machine sleeps overshoot, and the profile an honest answer reads shows that. None unless the
+    steps ran in order and every range took at least the sleep the grader asked of it."""
+    labels = [phase[0] for phase in case["phases"]]
+    calls = rec.get("calls")
+    if not isinstance(calls, list) or [c[0] if isinstance(c, list) else None for c in calls] \
+            != labels * (case["warmup"] + case["steps"]):
+        return None
+    totals, seen = dict.fromkeys(labels, 0.0), dict.fromkeys(labels, 0)
+    for i, call in enumerate(calls):
+        label, (_, own, first_ms, first_calls, children, _) = call[0], case["phases"][i % len(labels)]
+        seen[label] += 1
+        took = call[3] if len(call) > 3 and isinstance(call[3], dict) else {}
+        asked = {label: (first_ms if seen[label] <= first_calls else own) + sum(ms for _, ms in children),
+                 **{name: ms for name, ms in children}}
+        if set(took) != set(asked) or any(not isinstance(took[n], float) or not asked[n] - 0.05 <= took[n] < 1e6
+                                          for n in asked):
+            return None
+        if i // len(labels) >= case["warmup"]:
+            for name, ms in took.items():
+                if name in totals:
+                    totals[name] += ms
+    return totals
+
+
+def _accepted(case: dict, rec: dict) -> set[str]:
+    """The labels a right answer may return: the case's slowest by design, and any label whose row the
+    run's own timings show within 1 ms (or 3%) of the largest (a loaded machine can reorder close rows)."""
+    accepted = {_expected_label(case)}
+    measured = _measured_totals(case, rec)
+    if measured:
+        top = max(measured.values())
+        accepted |= {label for label, ms in measured.items() if ms >= top - max(1.0, 0.03 * top)}
+    return accepted
+
+
 def _naive_label(case: dict) -> str:
     """What a profile of every step, warm-up included, would blame."""
     steps = case["warmup"] + case["steps"]
@@ -263,9 +300,9 @@ def _reads_the_profile(evidence: Evidence, inputs: dict) -> None:
     expect(not data.get("tampered"), "your code changed torch's profiler or the clock "
            f"({', '.join(data.get('tampered', []))}): nothing of find_bottleneck is graded on an altered profiler")
     case = inputs["find_bottleneck"]["cases"][GATE]
-    got = _result(evidence, GATE, inputs)["result"]
-    want = _expected_label(case)
-    if got != want:
+    rec = _result(evidence, GATE, inputs)
+    got, want = rec["result"], _expected_label(case)
+    if got not in _accepted(case, rec):
         totals, took = _profile_totals(case), _durations(case)
         raise Fail(f"{_call(case)} on a step whose phases take ({_describe(case)}) returned {got!r}, but the profile "
                    f"says {want!r}: its key_averages() row adds up every range named {want!r}, also the one another "
@@ -282,10 +319,10 @@ def _judge(evidence: Evidence, inputs: dict, names: list[str], why: str) -> None
     labels_hint = " It should return one of the phases' labels, never an operator's or another range's name."
     for name in names:
         case = cases[name]
-        got = _result(evidence, name, inputs)["result"]
-        want = _expected_label(case)
+        rec = _result(evidence, name, inputs)
+        got, want = rec["result"], _expected_label(case)
         labels = [phase[0] for phase in case["phases"]]
-        expect(got == want, f"{_call(case)} on a step whose phases take ({_describe(case)}) per step after the "
+        expect(got in _accepted(case, rec), f"{_call(case)} on a step whose phases take ({_describe(case)}) per step after the "
                             f"warm-up: the bottleneck is {want!r}, find_bottleneck returned {got!r}."
                             + (labels_hint if got not in labels else f" {why}".rstrip()))
 
@@ -304,8 +341,9 @@ def find_bottleneck_warmup(evidence: Evidence, inputs: dict) -> None:
     cases = inputs["find_bottleneck"]["cases"]
     for name in ("warmup_one", "warmup_two"):
         case = cases[name]
-        got = _result(evidence, name, inputs)["result"]
-        if got == _naive_label(case) and got != _expected_label(case):
+        rec = _result(evidence, name, inputs)
+        got = rec["result"]
+        if got == _naive_label(case) and got not in _accepted(case, rec):
             first_calls = max(phase[3] for phase in case["phases"])
             raise Fail(f"{_call(case)} blamed {got!r}, whose first {first_calls} call(s) are slow and later ones "
                        "fast: the warm-up steps must run but not be recorded")
@@ -347,7 +385,7 @@ def find_bottleneck_profiler(evidence: Evidence, inputs: dict) -> None:
                f"{_call(case)} with phases {labels}: one step calls every phase once, in the dict's order, and "
                f"{warmup + steps} steps run in all; the phases were called in the order {order[:12]}"
                + (" ..." if len(order) > 12 else ""))
-        for i, (label, recording, ranges) in enumerate(calls):
+        for i, (label, recording, ranges, *_) in enumerate(calls):
             step = i // len(labels)
             if step < warmup:
                 continue

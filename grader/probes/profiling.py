@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # of imports that each probe's process would pay again. Imported above, once, before the probes' processes fork.
 
 # Bound when the probes load, before any student code runs.
-_sleep = time.sleep
+_sleep, _clock = time.sleep, time.perf_counter
 _profiler_enabled = torch.autograd._profiler_enabled
 _CPU = ProfilerActivity.CPU
 _profile, _record_function, _schedule = profile, record_function, schedule
@@ -46,7 +46,7 @@ _NAMES = (("torch.profiler", torch.profiler, ("profile", "record_function", "sch
           ("torch.profiler.profiler", _profiler_module, ("profile", "schedule")),
           ("torch.autograd.profiler", _autograd_profiler, ("profile", "record_function")),
           ("torch.autograd", torch.autograd, ("_profiler_enabled",)),
-          ("time", time, ("sleep",)))
+          ("time", time, ("sleep", "perf_counter")))
 _SNAPSHOT = ([(f"{label}.{attr}", cls, attr, value) for label, cls in _CLASSES for attr, value in vars(cls).items()]
              + [(f"{label}.{attr}", owner, attr, getattr(owner, attr)) for label, owner, attrs in _NAMES
                 for attr in attrs])
@@ -179,7 +179,8 @@ class _Ranges(_FunctionMode):
 def _phase(spec, calls, ranges, thrown):
     """A phase of a synthetic step (a plain function, so there is little to read off it).
     spec: [label, steady_ms, first_ms, first_calls, children, raises]. It logs each call (its label, whether
-    the profiler was recording, the ranges open around it), sleeps first_ms on its first `first_calls` calls
+    the profiler was recording, the ranges open around it, then the ms it took and each child range took:
+    sleeps overshoot on a loaded machine, and the profile shows what they really took), sleeps first_ms on its first `first_calls` calls
     and steady_ms after that, then opens a range for each [name, ms] in children and sleeps ms in it. With
     raises = k, its k-th call raises instead (the exception is kept in thrown, to tell whether it reaches the
     caller itself)."""
@@ -188,14 +189,19 @@ def _phase(spec, calls, ranges, thrown):
 
     def phase():
         mine.append(1)
-        calls.append([label, bool(_profiler_enabled()), ranges.names()[-8:]])
+        call = [label, bool(_profiler_enabled()), ranges.names()[-8:], {}]
+        calls.append(call)
         if raises and len(mine) == raises:
             thrown.append(RuntimeError(f"phase {label!r} failed on purpose (the grader's test of errors)"))
             raise thrown[-1]
+        start = _clock()
         _nap(first_ms if len(mine) <= first_calls else steady_ms)
         for name, ms in children:
             with _record_function(name):
+                inner = _clock()
                 _nap(ms)
+                call[3][name] = call[3].get(name, 0.0) + (_clock() - inner) * 1e3
+        call[3][label] = call[3].get(label, 0.0) + (_clock() - start) * 1e3
     return phase
 
 
