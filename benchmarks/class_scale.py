@@ -2,7 +2,10 @@
 gradebook by N shards at once (N processes, one worker each, each with its own course directory as
 on N machines), and the cost per submission in core-seconds.
 
-    python benchmarks/class_scale.py [--per-assignment 17] [--shards 2] [--only 03_building_models ...]
+    python benchmarks/class_scale.py [--per-assignment 17] [--shards 2] [--only 03_building_models ...] [--cold]
+
+``--cold``: each assignment graded twice, side by side: with warm sandboxes (the default) and with a
+cold sandbox per submission (``autograde --cold``, a fresh Python each), and the ratio printed.
 
 The submissions cycle through each assignment's bundled samples (honest answers in several styles,
 wrong ones, broken ones, cheats). The server is a throwaway local PostgreSQL (grader.pgserver).
@@ -76,10 +79,10 @@ class Shard:
     wall_s: float = 0.0
 
 
-def start_shard(course_dir: Path, assignment_id: str, k: int, n: int, url: str) -> Shard:
+def start_shard(course_dir: Path, assignment_id: str, k: int, n: int, url: str, cold: bool) -> Shard:
     command = [sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir), "--assignment",
-               assignment_id, "--shard", f"{k}/{n}", "--workers", "1"]
-    group = CpuGroup(f"{assignment_id}-{course_dir.parent.name}-{k}")
+               assignment_id, "--shard", f"{k}/{n}", "--workers", "1", *(["--cold"] if cold else [])]
+    group = CpuGroup(f"{assignment_id}-{course_dir.parent.parent.name}-{course_dir.parent.name}-{k}")
     process = subprocess.Popen(command, env={**os.environ, "GRADER_DB_URL": url}, cwd=course.REPO_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
     return Shard(process, group, time.perf_counter())
@@ -95,13 +98,14 @@ def finish(shard: Shard) -> Shard:
     return shard
 
 
-def grade(root: Path, assignment: course.Assignment, students: int, shards: int, url: str) -> tuple[float, float]:
+def grade(root: Path, assignment: course.Assignment, students: int, shards: int, url: str,
+          cold: bool) -> tuple[float, float]:
     """Grade a made-up class of ``students`` with ``shards`` shards at once: (core-seconds, wall seconds)."""
     dirs = [root / f"shard{k}" for k in range(shards)]
     write_class(dirs[0], assignment, course.NOTEBOOKS / assignment.id, students, prefix=f"{root.name}-")
     for folder in dirs[1:]:
         shutil.copytree(dirs[0] / "submitted", folder / "submitted")
-    done = [finish(shard) for shard in [start_shard(folder, assignment.id, k, shards, url)
+    done = [finish(shard) for shard in [start_shard(folder, assignment.id, k, shards, url, cold)
                                         for k, folder in enumerate(dirs)]]
     graded = sum(len(LINE.findall(shard.output)) for shard in done)
     if any(shard.process.returncode not in (0, 1) for shard in done) or graded != students:
@@ -111,12 +115,15 @@ def grade(root: Path, assignment: course.Assignment, students: int, shards: int,
     return sum(shard.core_s for shard in done), max(shard.wall_s for shard in done)
 
 
-def measure(root: Path, assignment: course.Assignment, n: int, small: int, shards: int, urls: dict) -> dict:
+def measure(root: Path, assignment: course.Assignment, n: int, small: int, shards: int, urls: dict,
+            cold: bool = False) -> dict:
     """The class of n, and a class of ``small`` beside it: the difference is what a submission costs."""
-    core_s, wall_s = grade(root / assignment.id / "class", assignment, n, shards, urls["class"])
-    small_core_s, _ = grade(root / assignment.id / "small", assignment, small, shards, urls["small"])
+    mode = "cold" if cold else "warm"
+    core_s, wall_s = grade(root / mode / assignment.id / "class", assignment, n, shards, urls[f"{mode}-class"], cold)
+    small_core_s, _ = grade(root / mode / assignment.id / "small", assignment, small, shards, urls[f"{mode}-small"],
+                            cold)
     per_submission = (core_s - small_core_s) / (n - small)
-    return {"assignment": assignment.id, "submissions": n, "wall s": wall_s, "core-s": core_s,
+    return {"assignment": assignment.id, "sandbox": mode, "submissions": n, "wall s": wall_s, "core-s": core_s,
             "submissions per core-s": n / core_s, "core-s per submission": per_submission,
             "fixed core-s": core_s - n * per_submission}
 
@@ -139,6 +146,7 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--students", type=int, default=2000, help="class size for the estimate")
     parser.add_argument("--only", nargs="+", metavar="ASSIGNMENT", help="these assignments (default: all)")
+    parser.add_argument("--cold", action="store_true", help="also grade each with a cold sandbox per submission")
     args = parser.parse_args()
     if args.shards < 1 or not 0 <= args.small < args.per_assignment:
         parser.error("need --shards >= 1 and 0 <= --small < --per-assignment")
@@ -146,14 +154,22 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="class-scale-") as tmp, pgserver.local_server() as server:
-        urls = {name: server.database(name) for name in ("class", "small")}
+        modes = (False, True) if args.cold else (False,)
+        urls = {f"{m}-{size}": server.database(f"{m}_{size}") for m in ("warm", "cold") for size in ("class", "small")}
         for assignment in assignments:
-            rows.append(measure(Path(tmp), assignment, args.per_assignment, args.small, args.shards, urls))
-            print(f"  {assignment.id}: {rows[-1]['core-s']:.0f} core-s", flush=True)
+            for cold in modes:   # side by side, so that a burst of load hits both
+                rows.append(measure(Path(tmp), assignment, args.per_assignment, args.small, args.shards, urls, cold))
+                print(f"  {assignment.id} ({rows[-1]['sandbox']}): {rows[-1]['core-s']:.0f} core-s", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     shown = [{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in row.items()} for row in rows]
     print(text_table(shown))
-    print(estimate(rows, args.students, args.shards))
+    warm = [r for r in rows if r["sandbox"] == "warm"]
+    if args.cold:
+        for row, cold in zip(warm, (r for r in rows if r["sandbox"] == "cold")):
+            print(f"{row['assignment']}: a cold sandbox costs {cold['core-s per submission'] / row['core-s per submission']:.1f}x "
+                  f"the core-s per submission of a warm one ({cold['core-s per submission']:.2f} against "
+                  f"{row['core-s per submission']:.2f})")
+    print(estimate(warm, args.students, args.shards))
     return 0
 
 

@@ -14,9 +14,9 @@ spec.loader.exec_module(class_scale)
 
 def test_measure_takes_the_slope_between_the_two_classes(monkeypatch, tmp_path):
     core_s = {"class": 10 + 17 * 2.5, "small": 10 + 3 * 2.5}   # 10 core-s fixed, 2.5 per submission
-    monkeypatch.setattr(class_scale, "grade", lambda root, a, n, shards, url: (core_s[root.name], 1.0))
+    monkeypatch.setattr(class_scale, "grade", lambda root, a, n, shards, url, cold: (core_s[root.name], 1.0))
     row = class_scale.measure(tmp_path, type("A", (), {"id": "03_building_models"}), 17, 3, 2,
-                              {"class": "c", "small": "s"})
+                              {"warm-class": "c", "warm-small": "s"})
     assert row["core-s per submission"] == pytest.approx(2.5)
     assert row["fixed core-s"] == pytest.approx(10)
     assert row["submissions per core-s"] == pytest.approx(17 / 52.5)
