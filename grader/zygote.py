@@ -23,6 +23,7 @@ kept here, and the grader keeps its own in case this process stops answering.
 import ctypes
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -32,7 +33,7 @@ import time
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV = 2, 4
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MNT_DETACH = 2, 4, 4096, 16384, 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 HEADER = struct.Struct(">cIQ")   # kind ("J": a job), its JSON's length, its data's length
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -63,9 +64,35 @@ def _isolate(tmp_bytes: int, shm_bytes: int) -> None:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
-    for target, size in (("/tmp", tmp_bytes), ("/dev/shm", shm_bytes)):
-        _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                           f"size={size},mode=1777".encode()), f"mount tmpfs on {target}")
+    kept = _mounts_under("/tmp")   # a checkout or venv under /tmp: bubblewrap binds it over the sandbox's /tmp
+    _tmpfs("/dev/shm", shm_bytes)
+    for i, point in enumerate(kept):   # set aside while /tmp is replaced
+        os.mkdir(f"/dev/shm/{i}")
+        _bind(point, f"/dev/shm/{i}")
+    _tmpfs("/tmp", tmp_bytes)
+    for i, point in enumerate(kept):
+        os.makedirs(point, exist_ok=True)
+        _bind(f"/dev/shm/{i}", point)
+        _check(_libc.umount2(f"/dev/shm/{i}".encode(), MNT_DETACH), f"unmount /dev/shm/{i}")
+        os.rmdir(f"/dev/shm/{i}")
+
+
+def _tmpfs(target: str, size: int) -> None:
+    _check(_libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777".encode()),
+           f"mount tmpfs on {target}")
+
+
+def _bind(source: str, target: str) -> None:
+    """A recursive bind (read-only stays read-only: bubblewrap's flags are locked in a child namespace)."""
+    _check(_libc.mount(os.fsencode(source), os.fsencode(target), None, MS_BIND | MS_REC, None), f"bind {source} on {target}")
+
+
+def _mounts_under(folder: str) -> list[str]:
+    """The outermost mount points strictly inside ``folder``, from /proc/self/mountinfo."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        points = sorted({re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4]) for line in f})
+    inside = [p for p in points if p.startswith(folder + "/")]
+    return [p for p in inside if not any(p.startswith(q + "/") for q in inside)]
 
 
 def _exit_code(status: int) -> int:

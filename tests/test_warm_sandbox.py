@@ -172,3 +172,32 @@ def test_a_warm_sandbox_that_dies_mid_job_falls_back_to_a_cold_one(monkeypatch, 
     assert fallen.verdicts == plain.verdicts == again.verdicts and plain.environment is None
     assert any("fresh sandbox" in note for note in fallen.notes), fallen.notes
     assert not any("fresh sandbox" in note for note in again.notes), "the next one gets a new warm sandbox"
+
+
+def test_a_checkout_under_tmp_stays_visible_read_only_in_each_child(tmp_path, monkeypatch):
+    """A clone under /tmp (as CI's may be): bubblewrap binds its utils over the sandbox's /tmp, and
+    each child's fresh /tmp must carry that bind over, read-only, and nothing else of the checkout."""
+    checkout = tmp_path / "course-checkout"
+    assert str(checkout).startswith("/tmp/")
+    (checkout / "utils").mkdir(parents=True)
+    (checkout / "utils" / "__init__.py").write_text("")
+    (checkout / "utils" / "marker.py").write_text("VALUE = 42\n")
+    (checkout / "secret.txt").write_text("not for students")
+    (checkout / "utils").chmod(0o755)
+    for name in ("__init__.py", "marker.py"):
+        (checkout / "utils" / name).chmod(0o644)
+    monkeypatch.setattr(sandbox, "REPO_ROOT", checkout)
+    code = ("import os\nfrom utils import marker   # imported in the child, not preloaded\n"
+            f"seen = [marker.VALUE, os.path.exists({str(checkout / 'secret.txt')!r})]\n"
+            "try:\n"
+            f"    open({str(checkout / 'utils' / 'new.py')!r}, 'w'); seen.append('writable')\n"
+            "except OSError:\n"
+            "    seen.append('read-only')\n"
+            "open('/tmp/scratch', 'w').write('ok'); seen.append(open('/tmp/scratch').read())")
+    with sandbox.claim_slots(1) as slot:
+        warm = sandbox.WarmSandbox([grading.RUNNER, grading.ZYGOTE], ["torch"], slot, LIMITS)
+        try:
+            assert report(warm, code) == [42, False, "read-only", "ok"]
+            assert report(warm, "import os\nseen = os.path.exists('/tmp/scratch')") is False
+        finally:
+            warm.close()
