@@ -28,7 +28,7 @@ import nbformat  # noqa: E402
 
 from grader import class_report, course  # noqa: E402
 from grader.coursedir import CourseDir  # noqa: E402
-from grader.samples import carry, enroll, load_runs  # noqa: E402
+from grader.sample_submissions import carry, enroll, load_runs  # noqa: E402
 from utils import references  # noqa: E402
 from utils.comparison import group_records  # noqa: E402
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader import course, pgserver  # noqa: E402
-from grader.samples import write_class  # noqa: E402
+from grader.sample_submissions import write_class  # noqa: E402
 from utils.tables import text_table  # noqa: E402
 
 LINE = re.compile(r"\] (\S+) (\S+): .* in ([0-9.]+) s")

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader import course  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
-from grader.samples import write_class  # noqa: E402
+from grader.sample_submissions import write_class  # noqa: E402
 
 HONEST = ("correct", "other_style", "modulelist_style")
 

@@ -3,7 +3,7 @@
 #   1. the entry point fills an empty work folder and starts JupyterLab, and /lab answers;
 #   2. notebook 00 executes in QUICK mode (utils.execute, papermill, on the CPU);
 #   3. assignment 00's sample submissions are graded in the grader's bubblewrap sandbox, each with
-#      the score grader/samples/00_measure_first/scores.toml gives it;
+#      the score grader/assignments/00_measure_first/scores.toml gives it;
 #   4. a notebook the learner edits and saves through JupyterLab, in the mounted work folder, keeps
 #      the edit when the container is removed and a new one starts (and a deleted one comes back).
 #
@@ -104,7 +104,7 @@ python -m grader autograde --course-dir /tmp/course --assignment 00_measure_firs
 python -m grader export --course-dir /tmp/course --to /tmp/grades.csv
 python - <<EOF
 import csv, tomllib
-want = tomllib.load(open("grader/samples/00_measure_first/scores.toml", "rb"))
+want = tomllib.load(open("grader/assignments/00_measure_first/scores.toml", "rb"))
 got = {r["student_id"].removeprefix("sample_"): float(r["score"]) for r in csv.DictReader(open("/tmp/grades.csv"))
        if r["assignment"] == "00_measure_first" and r["student_id"].startswith("sample_")}
 print("scores:", got)

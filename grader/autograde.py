@@ -26,11 +26,11 @@ import nbformat
 from tqdm import tqdm
 
 from . import course, database, gradebook, grading, sandbox, submission
-from .checks import registry
+from .checking import registry
 from .course import Assignment
 from .coursedir import CourseDir
 from .errors import CourseError
-from .samples import fill, solution_answers
+from .sample_submissions import fill, solution_answers
 
 LEDGER = Path(".grader") / "ledger"
 REFERENCES = Path(".grader") / "references"   # reference solutions, graded before a batch

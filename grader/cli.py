@@ -62,7 +62,7 @@ def cmd_generate(args) -> int:
 
 def cmd_samples(args) -> int:
     # nbformat: loaded by the commands that read notebooks, not by --help
-    from .samples import DEMO, load_runs, write_demo, write_samples
+    from .sample_submissions import DEMO, load_runs, write_demo, write_samples
 
     if args.demo:
         chosen = [course.find(a) for a in DEMO if args.assignment in (None, a)]

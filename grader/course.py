@@ -26,6 +26,8 @@ from .formgrader import CONFIG
 
 COURSE_ID = "default_course"  # the course row nbgrader's Gradebook creates; the exchange files assignments under it
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc")
+# One folder per assignment, named by its id: checks.py, probes.py, scores.toml, samples/<sample>/
+ASSIGNMENTS_DIR = Path(__file__).resolve().parent / "assignments"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,11 @@ class Assignment:
     @property
     def release_path(self) -> Path:
         return NOTEBOOKS / self.id / self.notebook_name
+
+    @property
+    def grader_dir(self) -> Path:
+        """The grader's folder for this assignment: its checks, probes and sample submissions."""
+        return ASSIGNMENTS_DIR / self.id
 
 
 MEASUREMENT_TAG = "measurement"  # an answer code cell the learner's own measurement goes in: kept, never run

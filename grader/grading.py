@@ -2,8 +2,8 @@
 
 This runs in a trusted worker process (which may be reused: it never runs student code). The
 student's answer cells run in a fresh sandbox together with the setup cells taken from the
-course's source notebook; the sandbox sends back plain data only, and the checks in
-``grader/checks`` decide.
+course's source notebook; the sandbox sends back plain data only, and the assignment's checks
+(``grader/assignments/<id>/checks.py``) decide.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 import torch
 
-from . import course, sandbox, submission
-from .checks import Evidence, defined_names, explain, registry
+from . import checking, course, sandbox, submission
+from .checking import Evidence, defined_names, explain, registry
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 ZYGOTE = Path(__file__).resolve().parent / "zygote.py"
@@ -99,9 +99,8 @@ def source_cells(assignment_id: str) -> SourceCells:
 def fingerprint(assignment_id: str) -> str:
     """Changes whenever anything that decides this assignment's grades changes."""
     assignment = course.find(assignment_id)
-    here = Path(__file__).resolve().parent
-    files = [RUNNER, ZYGOTE, Path(__file__).resolve(), *sorted(here.glob("checks/*.py")), *sorted(here.glob("probes/*.py")),
-             assignment.source_dir / assignment.notebook_name]
+    files = [RUNNER, ZYGOTE, Path(__file__).resolve(), Path(checking.__file__).resolve(), checking.PROBE_HELPERS,
+             *sorted(course.ASSIGNMENTS_DIR.glob("*/*.py")), assignment.source_dir / assignment.notebook_name]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.read_bytes())

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 
 from grader import course, sandbox
-from grader.samples import fill, solution_answers
+from grader.sample_submissions import fill, solution_answers
 
 AID = "03_building_models"
 REPO = course.REPO_ROOT
@@ -110,8 +110,8 @@ class DeepMLP(nn.Module):
     "cheat_read_solutions": {"deep_mlp": f"""
 import glob, json, os
 _found = []
-for pattern in ["{REPO}/solutions/*/*.ipynb", "{REPO}/grader/checks/*.py", "/work/**/*.ipynb", "/root/**/*.ipynb",
-                "/tmp/**/*.ipynb", "/**/building_models.py"]:
+for pattern in ["{REPO}/solutions/*/*.ipynb", "{REPO}/grader/assignments/*/checks.py", "/work/**/*.ipynb", "/root/**/*.ipynb",
+                "/tmp/**/*.ipynb", "/**/03_building_models/*.py"]:
     _found += glob.glob(pattern, recursive=True)[:20]
 for _path in _found:
     if _path.endswith(".ipynb"):
@@ -234,7 +234,7 @@ if os.fork() == 0:
     os._exit(0)
 """},
         "cheat_write_files": {"deep_mlp": f"""
-for _path, _text in [("{gradebook}", "hacked"), ("{victim}", "{{}}"), ("{REPO}/grader/checks/__init__.py", "")]:
+for _path, _text in [("{gradebook}", "hacked"), ("{victim}", "{{}}"), ("{REPO}/grader/checking.py", "")]:
     try:
         open(_path, "w").write(_text)
     except OSError:

@@ -326,7 +326,7 @@ def test_run_all_runs_every_lesson_cell_and_stops_at_the_first_exercise(learner)
 
 def test_a_correct_answer_passes_the_visible_tests(learner):
     from grader import course
-    from grader.samples import solution_answers
+    from grader.sample_submissions import solution_answers
 
     _switch_to(learner.page, f"{LEARNER_NB}.ipynb")
     index, grade_id, tests = _first_exercise(learner.nb)
@@ -415,7 +415,7 @@ def _row(page, student: str):
 
 def test_formgrader_lists_every_sample_with_the_graders_score(instructor):
     from grader import course
-    from grader.samples import sample_answers
+    from grader.sample_submissions import sample_answers
 
     rows = _submissions_table(instructor.page, instructor.url)
     graded = _gradebook(instructor.dir)

@@ -13,7 +13,7 @@ from IPython.core.formatters import DisplayFormatter
 
 from grader import class_records, course
 from grader.autograde import autograde
-from grader.samples import fill, solution_answers
+from grader.sample_submissions import fill, solution_answers
 from submissions import LIMITS, prepared_release, submit
 from utils import records
 

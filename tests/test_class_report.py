@@ -12,7 +12,7 @@ import pytest
 
 from grader import class_report, cli, course, pgserver
 from grader.coursedir import CourseDir
-from grader.samples import enroll, load_runs, write_samples
+from grader.sample_submissions import enroll, load_runs, write_samples
 from utils import records, references
 
 AID, OTHER = "00_measure_first", "01_tensors_devices"

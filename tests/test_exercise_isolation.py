@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from grader import course, grading, sandbox
-from grader.checks import Evidence, defined_names, explain
+from grader.checking import Evidence, defined_names, explain
 from grader.autograde import autograde
-from grader.samples import fill, solution_answers
+from grader.sample_submissions import fill, solution_answers
 from submissions import prepared_release, submit
 
 AID = "02_tensor_toolbox"

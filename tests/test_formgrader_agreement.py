@@ -9,7 +9,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import cli, course
-from grader.samples import SAMPLES_DIR
+from grader.course import ASSIGNMENTS_DIR
 from submissions import nbgrader
 
 AID = "00_measure_first"
@@ -36,7 +36,7 @@ def graded(tmp_path_factory):
 
 
 def test_the_autograde_button_runs_the_course_grader(graded):
-    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())["current_device"]
+    expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())["current_device"]
     done = nbgrader("autograde", AID, "--student", STUDENT, "--force", cwd=graded)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{STUDENT} {AID}: {expected} / 10" in done.stderr  # the course grader's own report, via the hook

@@ -1,11 +1,11 @@
-"""grader.checks.uses: the static look at an answer's source that backs some run-time checks.
+"""grader.checking.uses: the static look at an answer's source that backs some run-time checks.
 
 It must find a forbidden function however the answer reaches it, and must not punish an answer for
 an import it never uses (the notebook's import line, copied) or for a self-check at cell level.
 """
 import pytest
 
-from grader.checks import uses
+from grader.checking import uses
 
 NAMES = {"checkpoint_sequential", "one_hot", "_dynamo", "disable"}
 

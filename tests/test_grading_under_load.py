@@ -8,11 +8,12 @@ import tomllib
 
 from grader import cli
 from grader.autograde import autograde
-from grader.checks import profiling as checks
-from grader.samples import SAMPLES_DIR
+from grader.checking import checks_module
+from grader.course import ASSIGNMENTS_DIR
 from submissions import LIMITS
 
 AID = "09_profiling"
+checks = checks_module(AID)
 # the samples whose find_bottleneck reads a profile (right, or wrong by one clause), and the cheats
 TIMED = ("correct", "other_style", "legacy_api", "no_warmup", "units_and_self", "any_row", "phase_major",
          "cheat_stopwatch", "cheat_own_ranges")
@@ -58,7 +59,7 @@ def test_timing_sensitive_samples_score_the_same_with_every_cpu_saturated(tmp_pa
     for folder in (tmp_path / "submitted").iterdir():
         if folder.name.removeprefix("sample_") not in TIMED:
             shutil.rmtree(folder)
-    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     stop = multiprocessing.Event()
     spinners = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(3 * (os.cpu_count() or 1))]
     for spinner in spinners:

@@ -41,9 +41,10 @@ def test_the_wheel_holds_code_and_grader_data_and_builds_without_warnings(source
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     expected = {str(p.relative_to(source)) for package in PACKAGES for p in (source / package).rglob("*")
                 if p.is_file()}
-    assert {"grader/checks/__init__.py", "grader/probes/common.py", "utils/claims.toml",
+    assert {"grader/checking.py", "grader/probe_helpers.py", "grader/assignments/03_building_models/checks.py",
+            "grader/assignments/03_building_models/probes.py", "utils/claims.toml",
             "utils/why/01_tensors_devices.toml"} <= expected
-    assert any(name.startswith("grader/samples/") and name.endswith("scores.toml") for name in expected)
+    assert any(name.startswith("grader/assignments/") and name.endswith("/scores.toml") for name in expected)
     assert expected <= names, sorted(expected - names)
     assert [name for name in names - expected if ".dist-info/" not in name] == []  # nothing else
     assert "License-Expression: MIT" in metadata

@@ -13,7 +13,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import cli, course
-from grader.samples import SAMPLES_DIR
+from grader.course import ASSIGNMENTS_DIR
 
 AID = "00_measure_first"  # samples of a few seconds each
 KEEP_OUT = ("other_style", "shared_snapshot", "broken")
@@ -82,7 +82,7 @@ def test_a_signal_stops_grading_at_once_and_leaves_nothing_running(course_dir, h
     rerun = subprocess.run([sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir)],
                            capture_output=True, text=True, cwd=course.REPO_ROOT)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     with Gradebook(course.nbgrader_config(course_dir).CourseDirectory.db_url) as gb:
         submissions = gb.find_assignment(AID).submissions
         scores = {s.student.id: s.score for s in submissions}

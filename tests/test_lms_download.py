@@ -8,7 +8,8 @@ import zipfile
 import nbformat
 
 from grader import cli, course
-from grader.samples import SAMPLES_DIR, fill, sample_answers
+from grader.course import ASSIGNMENTS_DIR
+from grader.sample_submissions import fill, sample_answers
 from submissions import nbgrader
 
 AID = "00_measure_first"
@@ -46,7 +47,7 @@ def test_an_lms_download_is_collected_named_graded_and_exported(tmp_path, capsys
     capsys.readouterr()
     assert cli.main(["autograde", "--course-dir", str(course_dir)]) == 0  # `python -m grader autograde`
     graded = capsys.readouterr().out
-    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     assert f"1234 {AID}: {expected['correct']} / 10" in graded, graded
     assert f"2345 {AID}: {expected['naive']} / 10" in graded, graded
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli, course, sandbox
-from grader.samples import SAMPLES_DIR
+from grader.course import ASSIGNMENTS_DIR
 
 AID = "00_measure_first"
 STUDENTS = ("current_device",)  # with the reference solution, two sandboxes at once
@@ -67,7 +67,7 @@ def test_an_ordinary_user_grades_in_a_user_namespace(home):
     argv = [sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir), "--workers", "2"]
     done = subprocess.run(_as_unprivileged_user(argv, tmp_path), capture_output=True, text=True, cwd=course.REPO_ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    expected = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     for student in STUDENTS:
         assert f"sample_{student} {AID}: {expected[student]} / 10" in done.stdout, done.stdout
     grader_uid = UNPRIVILEGED if os.geteuid() == 0 else os.geteuid()

@@ -8,8 +8,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import cli, course
-from grader.checks import registry
-from grader.samples import SAMPLES_DIR, sample_answers
+from grader.checking import registry
+from grader.course import ASSIGNMENTS_DIR
+from grader.sample_submissions import sample_answers
 from utils import claims
 from utils import records as records_module
 from utils.present import Result
@@ -24,9 +25,9 @@ def _groups(rows):
 
 AID = "03_building_models"
 def expected_scores() -> dict[str, dict[str, int]]:
-    """Total score of every bundled sample (grader/samples/<id>/scores.toml): correct answers in any
+    """Total score of every bundled sample (grader/assignments/<id>/scores.toml): correct answers in any
     style get full marks, the wrong ones lose exactly the points of the behaviour they get wrong."""
-    return {a.id: tomllib.loads((SAMPLES_DIR / a.id / "scores.toml").read_text()) for a in course.assignments()}
+    return {a.id: tomllib.loads((ASSIGNMENTS_DIR / a.id / "scores.toml").read_text()) for a in course.assignments()}
 
 
 def points(assignment_id):

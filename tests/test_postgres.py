@@ -21,7 +21,8 @@ from grader.coursedir import CourseDir
 from grader.errors import CourseError
 from grader.autograde import discover, shard_of
 from grader.grading import Result
-from grader.samples import SAMPLES_DIR, write_samples
+from grader.course import ASSIGNMENTS_DIR
+from grader.sample_submissions import write_samples
 from utils.distributed import free_port
 
 AID = "01_tensors_devices"  # three samples, quick to grade
@@ -50,7 +51,7 @@ def sharded(postgres, tmp_path_factory):
     dirs = [tmp_path_factory.mktemp("shard0"), tmp_path_factory.mktemp("shard1")]
     write_samples(dirs[0], course.find(AID), course.NOTEBOOKS / AID)  # `grader samples`, minus its generate step
     # student -> total score: scores.toml holds what each sample scores in one unsharded run
-    totals = tomllib.loads((SAMPLES_DIR / AID / "scores.toml").read_text())
+    totals = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     expected = {p.name: float(totals[p.name.removeprefix("sample_")]) for p in (dirs[0] / "submitted").iterdir()}
     shutil.rmtree(dirs[1])
     shutil.copytree(dirs[0], dirs[1])

@@ -14,14 +14,15 @@ import gc
 import pytest
 import torch
 
-from grader.checks import Evidence, probe_definitions, registry
-from grader.checks.memory import WORKFLOW
-from grader.samples import SAMPLES_DIR, solution_answers
+from grader.checking import Evidence, checks_module, probe_definitions, registry
+from grader.course import ASSIGNMENTS_DIR
+from grader.sample_submissions import solution_answers
 from grader import course
 from hosts import HOSTS
 from utils.simulated_cuda import simulate_cuda
 
 CHECKS = registry()["05_memory"]
+WORKFLOW = checks_module("05_memory").WORKFLOW
 
 _CHECK_NAMES = '''
     missing = [n for n in names if n not in namespace]
@@ -67,7 +68,7 @@ CORRECT = {
 '''),
     # torch.cuda's functions imported by name: the simulations replace module attributes, and reach
     # these names through utils.simulated_cuda.calls_through (a bundled sample)
-    "imported_names": (SAMPLES_DIR / "05_memory" / "imports_by_name" / "release.py").read_text(),
+    "imported_names": (ASSIGNMENTS_DIR / "05_memory" / "samples" / "imports_by_name" / "release.py").read_text(),
 }
 
 WRONG = {  # name -> (answer, a phrase the check's message must contain)
@@ -146,7 +147,7 @@ def _grade(source: str, host: str = "this_machine") -> dict:
     namespace = {"torch": torch}
     exec(compile(source, "<answer>", "exec"), namespace)
     with HOSTS[host]():
-        probe = probe_definitions("memory")["release"](namespace, CHECKS.inputs()["release"])
+        probe = probe_definitions(CHECKS.folder)["release"](namespace, CHECKS.inputs()["release"])
     verdicts = CHECKS.judge(Evidence(probes={"release": probe}), CHECKS.inputs())
     return {k: v for k, v in verdicts.items() if k.startswith("test_release")}
 

@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from grader import course
-from grader.checks import Evidence, probe_definitions, registry
-from grader.samples import SAMPLES_DIR, solution_answers
+from grader.checking import Evidence, probe_definitions, registry
+from grader.course import ASSIGNMENTS_DIR
+from grader.sample_submissions import solution_answers
 from hosts import HOSTS
 from utils.simulated_cuda import simulate_cuda, simulate_cuda_rng, without_cuda
 
@@ -43,7 +44,7 @@ def restore_rng_states(states):
 
 CORRECT = {
     "solution": solution_answers(course.find("00_measure_first"))["rng_states"],
-    "other_style": (SAMPLES_DIR / "00_measure_first" / "other_style" / "rng_states.py").read_text(),
+    "other_style": (ASSIGNMENTS_DIR / "00_measure_first" / "samples" / "other_style" / "rng_states.py").read_text(),
     "device_strings": _answer(
         'states["cuda"] = [torch.cuda.get_rng_state(f"cuda:{i}") for i in range(torch.cuda.device_count())]',
         'for i, s in enumerate(states["cuda"]): torch.cuda.set_rng_state(s, torch.device("cuda", i))'),
@@ -103,7 +104,7 @@ def save_rng_states():
 def restore_rng_states(states):
     random.seed(states["seed"]); np.random.seed(states["seed"]); torch.manual_seed(states["seed"])
 ''', "test_rng_states_restore", "saving must only read"),
-    "shared_snapshot": ((SAMPLES_DIR / "00_measure_first" / "shared_snapshot" / "rng_states.py").read_text(),
+    "shared_snapshot": ((ASSIGNMENTS_DIR / "00_measure_first" / "samples" / "shared_snapshot" / "rng_states.py").read_text(),
                         "test_rng_states_snapshot", "independent snapshot"),
     "uses_up_the_snapshot": (_answer('states["cuda"] = torch.cuda.get_rng_state_all()',
                                      'torch.cuda.set_rng_state_all(states.pop("cuda"))'),
@@ -126,7 +127,7 @@ def _grade(source: str, host: str = "this_machine") -> dict:
     exec(compile(source, "<answer>", "exec"), namespace)
     inputs = CHECKS.inputs()
     with HOSTS[host]():
-        probe = probe_definitions("measure_first")["rng_states"](namespace, inputs["rng_states"])
+        probe = probe_definitions(CHECKS.folder)["rng_states"](namespace, inputs["rng_states"])
     verdicts = CHECKS.judge(Evidence(probes={"rng_states": probe}), inputs)
     return {k: verdicts[k] for k in RNG_TESTS}
 

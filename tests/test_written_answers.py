@@ -5,7 +5,7 @@ from nbgrader.api import Gradebook
 
 from grader import cli, course
 from grader.autograde import autograde
-from grader.samples import fill, solution_answers
+from grader.sample_submissions import fill, solution_answers
 from submissions import LIMITS, prepared_release, submit
 
 AID = "11_inference"
