@@ -97,10 +97,13 @@ def source_cells(assignment_id: str) -> SourceCells:
 
 
 def fingerprint(assignment_id: str) -> str:
-    """Changes whenever anything that decides this assignment's grades changes."""
+    """Changes whenever anything that decides this assignment's grades changes: the sandbox's code,
+    this module, the checks' shared machinery, this assignment's own code (its folder's ``checks.py``
+    and ``probes.py``) and its source notebook. Another assignment's folder is no part of it, nor are
+    this one's sample submissions and scores.toml: they test the grader, they grade no one."""
     assignment = course.find(assignment_id)
     files = [RUNNER, ZYGOTE, Path(__file__).resolve(), Path(checking.__file__).resolve(), checking.PROBE_HELPERS,
-             *sorted(course.ASSIGNMENTS_DIR.glob("*/*.py")), assignment.source_dir / assignment.notebook_name]
+             *sorted(assignment.grader_dir.glob("*.py")), assignment.source_dir / assignment.notebook_name]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.read_bytes())
