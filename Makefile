@@ -16,7 +16,7 @@ ifeq ($(wildcard pyproject.toml),)
 $(error $(CURDIR) is not the course checkout: run make there, or make -C <checkout> <target>)
 endif
 
-.PHONY: env venv system-tools notebooks run test lab clean
+.PHONY: env venv system-tools notebooks run test lab book clean
 
 env: $(STAMP) system-tools $(ACTIONLINT)
 
@@ -70,6 +70,10 @@ test: env
 ## JupyterLab on the learner notebooks.
 lab: env
 	"$(VENV)/bin/jupyter" lab notebooks/
+
+## The course as a static website in build/book/: the docs and the lessons as a reference GPU run executed them (docs/site.md).
+book: venv
+	"$(PY)" book/build.py --out build/book
 
 clean:
 	rm -rf build "$(TOOLS)"
