@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader import course, pgserver  # noqa: E402
 from grader.sample_submissions import write_class  # noqa: E402
+from benchmarks.record import recording  # noqa: E402
 from utils.tables import text_table  # noqa: E402
 
 LINE = re.compile(r"\] (\S+) (\S+): .* in ([0-9.]+) s")
@@ -147,9 +148,15 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=2000, help="class size for the estimate")
     parser.add_argument("--only", nargs="+", metavar="ASSIGNMENT", help="these assignments (default: all)")
     parser.add_argument("--cold", action="store_true", help="also grade each with a cold sandbox per submission")
+    parser.add_argument("--record", action="store_true", help="also write the figures into docs/measurements.md")
     args = parser.parse_args()
     if args.shards < 1 or not 0 <= args.small < args.per_assignment:
         parser.error("need --shards >= 1 and 0 <= --small < --per-assignment")
+    with recording("class_scale", args.record):
+        return run(args)
+
+
+def run(args) -> int:
     assignments = [course.find(a) for a in args.only] if args.only else course.assignments()
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     rows = []

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grader import course  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
 from grader.sample_submissions import write_class  # noqa: E402
+from benchmarks.record import recording  # noqa: E402
 
 HONEST = ("correct", "other_style", "modulelist_style")
 
@@ -69,7 +70,13 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--repeat", type=int, default=1, help="alternate the two R times and compare medians")
+    parser.add_argument("--record", action="store_true", help="also write the figures into docs/measurements.md")
     args = parser.parse_args()
+    with recording("grading_throughput", args.record):
+        return run(args)
+
+
+def run(args) -> int:
     assignment = course.find(args.assignment)
     os.environ["COURSE_RECORDS"] = ""
     ours_s, plain_s, same = [], [], True

@@ -28,3 +28,16 @@ def test_the_estimate_multiplies_the_per_submission_cost_only():
     text = class_scale.estimate(rows, 1000, 2)
     assert "1000 x 6.0 core-s + 30 core-s fixed = 6,030 core-seconds" in text
     assert "Costliest per submission: b (4.00 core-s)" in text
+
+
+def test_a_recorded_run_replaces_only_its_own_section_of_the_measurements_page(tmp_path):
+    from benchmarks import record
+
+    page = tmp_path / "measurements.md"
+    record.write_section("class_scale", "python benchmarks/class_scale.py", "first figures", 1.0, page)
+    record.write_section("grading_throughput", "python benchmarks/grading_throughput.py", "ratio 20x", 1.5, page)
+    record.write_section("class_scale", "python benchmarks/class_scale.py", "second figures", 0.5, page)
+    text = page.read_text()
+    assert text.startswith("# Measurements") and "first figures" not in text
+    assert text.count("## class_scale") == 1 and "second figures" in text and "ratio 20x" in text
+    assert "load average 0.5 before" in text and "cores" in text
