@@ -21,6 +21,7 @@ child writes to (results, stderr), and gets back one line: how the child ended. 
 kept here, and the grader keeps its own in case this process stops answering.
 """
 import ctypes
+import fcntl
 import json
 import os
 import re
@@ -35,6 +36,7 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MNT_DETACH = 2, 4, 4096, 16384, 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 HEADER = struct.Struct(">cIQ")   # kind ("J": a job), its JSON's length, its data's length
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -64,6 +66,7 @@ def _isolate(tmp_bytes: int, shm_bytes: int) -> None:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
+    _loopback_up()
     kept = _mounts_under("/tmp")   # a checkout or venv under /tmp: bubblewrap binds it over the sandbox's /tmp
     _tmpfs("/dev/shm", shm_bytes)
     for i, point in enumerate(kept):   # set aside while /tmp is replaced
@@ -75,6 +78,15 @@ def _isolate(tmp_bytes: int, shm_bytes: int) -> None:
         _bind(f"/dev/shm/{i}", point)
         _check(_libc.umount2(f"/dev/shm/{i}".encode(), MNT_DETACH), f"unmount /dev/shm/{i}")
         os.rmdir(f"/dev/shm/{i}")
+
+
+def _loopback_up() -> None:
+    """A new network namespace has only ``lo``, and it is down: bring it up, as bubblewrap does (notebook
+    10's probes run real two-process gloo groups over 127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
 
 
 def _tmpfs(target: str, size: int) -> None:

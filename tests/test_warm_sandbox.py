@@ -141,6 +141,16 @@ def test_the_child_runs_unprivileged_in_namespaces_of_its_own(warm):
     assert seen == [True, ["0000000000000000"] * 3, False, "/tmp"]
 
 
+def test_the_child_has_a_loopback_network_of_its_own(warm):
+    """Notebook 10's probes run two-process gloo groups over 127.0.0.1; nothing else is reachable."""
+    seen = report(warm, "import socket\n"
+                        "server = socket.create_server(('127.0.0.1', 0))\n"
+                        "client = socket.create_connection(server.getsockname(), timeout=5)\n"
+                        "peer, _ = server.accept(); client.sendall(b'ping')\n"
+                        "seen = peer.recv(4).decode()")
+    assert seen == "ping"
+
+
 def test_a_job_past_its_deadline_is_stopped_and_the_next_runs(warm):
     evidence = run(warm, "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except BaseException:\n        pass")
     assert "a0" not in evidence.cells and "the time limit for the whole notebook" in evidence.failure
