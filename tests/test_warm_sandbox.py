@@ -8,7 +8,7 @@ import pytest
 
 from grader import grading, sandbox
 
-LIMITS = sandbox.Limits(wall_s=30, cell_s=10, cpu_s=30)
+LIMITS = sandbox.Limits(wall_s=12, cell_s=4, cpu_s=30)   # short: one test waits out the whole deadline
 PROBE = "def probe(ns, _):\n    return ns.get('report')\n"
 
 
@@ -165,8 +165,9 @@ def test_a_warm_sandbox_that_dies_mid_job_falls_back_to_a_cold_one(monkeypatch, 
     folder = tmp_path / assignment.id
     folder.mkdir()
     (folder / assignment.notebook_name).write_bytes((assignment.source_dir / assignment.notebook_name).read_bytes())
+    limits = sandbox.Limits(wall_s=120, cell_s=40)   # a whole notebook, cold, on a busy machine
     with sandbox.claim_slots(1) as slot:
-        plain = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS, warm=False)
+        plain = grading.grade(folder, "s", assignment.id, slot=slot, limits=limits, warm=False)
         original = sandbox.WarmSandbox.run
 
         def dying(self, job, data):
@@ -174,9 +175,9 @@ def test_a_warm_sandbox_that_dies_mid_job_falls_back_to_a_cold_one(monkeypatch, 
             return original(self, job, data)
 
         monkeypatch.setattr(sandbox.WarmSandbox, "run", dying)
-        fallen = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS)
+        fallen = grading.grade(folder, "s", assignment.id, slot=slot, limits=limits)
         monkeypatch.setattr(sandbox.WarmSandbox, "run", original)
-        again = grading.grade(folder, "s", assignment.id, slot=slot, limits=LIMITS)
+        again = grading.grade(folder, "s", assignment.id, slot=slot, limits=limits)
         for warm in grading._WARM.values():
             warm.close()
     assert fallen.verdicts == plain.verdicts == again.verdicts and plain.environment is None
