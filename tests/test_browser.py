@@ -343,7 +343,7 @@ def test_a_wrong_answer_shows_the_failed_assertion(learner):
     visible test says so."""
     _switch_to(learner.page, f"{LEARNER_NB}.ipynb")
     index, grade_id, tests = _first_exercise(learner.nb)
-    wrong = (REPO / "grader" / "samples" / LEARNER_NB / "plain_list" / f"{grade_id}.py").read_text(encoding="utf-8")
+    wrong = (REPO / "grader" / "assignments" / LEARNER_NB / "samples" / "plain_list" / f"{grade_id}.py").read_text(encoding="utf-8")
     _type_and_run(learner.page, index, wrong, 2)
     cells = _cells(learner.page)
     assert not _stderr_text(cells.nth(index)), "the wrong answer itself should run"
@@ -469,7 +469,7 @@ def test_manual_grading_shows_the_submission_with_its_grade_cells(instructor):
     shown = {i.get_attribute("id"): float(i.get_attribute("placeholder")) for i in page.locator("input.score").all()}
     assert shown == graded.auto_scores
     text = page.locator("body").inner_text()
-    for answer in (REPO / "grader" / "samples" / GRADED / "shallow").glob("*.py"):
+    for answer in (REPO / "grader" / "assignments" / GRADED / "samples" / "shallow").glob("*.py"):
         first_line = next(line for line in answer.read_text(encoding="utf-8").splitlines() if line.strip())
         assert first_line.strip() in text, f"the student's answer {answer.stem} is not shown"
 

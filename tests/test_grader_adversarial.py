@@ -94,7 +94,7 @@ def test_files_and_repo_untouched_and_nothing_left_running(batch):
 
 
 def test_feedback_reveals_no_hidden_checks(feedback_pages):
-    checks_source = (REPO / "grader" / "checks" / "building_models.py").read_text()
+    checks_source = (REPO / "grader" / "assignments" / "03_building_models" / "checks.py").read_text()
     secret_lines = [line.strip() for line in checks_source.splitlines() if "expect(" in line][:5]
     assert feedback_pages
     for page in feedback_pages:
