@@ -8,7 +8,7 @@ QUICK run; references/: the H100 full run), its times scaled by a random factor 
 a class's many machines of a few models, padded with --pad-kb of base64 output as an executed
 notebook's figures are. Every tenth learner's notebook also holds a forged record. The gradebook is
 SQLite. Printed: the time to list and read the submissions (``gather``, --workers processes) and to
-write the pages and the CSV, and the whole, which issue 20 wants under a minute on 2 cores.
+write the pages and the CSV, and the whole, which should stay under a minute on 2 cores.
 """
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ from grader.coursedir import CourseDir  # noqa: E402
 from grader.sample_submissions import carry, enroll, load_runs  # noqa: E402
 from utils import references  # noqa: E402
 from utils.comparison import group_records  # noqa: E402
+from utils.paths import REPO_ROOT  # noqa: E402
 
 NOTEBOOKS = ("00_measure_first", "01_tensors_devices", "07_speed_knobs")
-RUNS = (course.REPO_ROOT / "grader/sample_records/cpu-quick", course.REPO_ROOT / "grader/sample_records/h200-quick",
+RUNS = (REPO_ROOT / "grader/sample_records/cpu-quick", REPO_ROOT / "grader/sample_records/h200-quick",
         references.REFERENCES / "h100-2026-11-25")
 
 

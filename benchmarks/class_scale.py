@@ -39,6 +39,7 @@ from grader import course, pgserver  # noqa: E402
 from grader.sample_submissions import write_class  # noqa: E402
 from benchmarks.record import recording  # noqa: E402
 from utils.tables import text_table  # noqa: E402
+from utils.paths import REPO_ROOT  # noqa: E402
 
 LINE = re.compile(r"\] (\S+) (\S+): .* in ([0-9.]+) s")
 
@@ -84,7 +85,7 @@ def start_shard(course_dir: Path, assignment_id: str, k: int, n: int, url: str, 
     command = [sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir), "--assignment",
                assignment_id, "--shard", f"{k}/{n}", "--workers", "1", *(["--cold"] if cold else [])]
     group = CpuGroup(f"{assignment_id}-{course_dir.parent.parent.name}-{course_dir.parent.name}-{k}")
-    process = subprocess.Popen(command, env={**os.environ, "GRADER_DB_URL": url}, cwd=course.REPO_ROOT,
+    process = subprocess.Popen(command, env={**os.environ, "GRADER_DB_URL": url}, cwd=REPO_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
     return Shard(process, group, time.perf_counter())
 

@@ -31,6 +31,7 @@ from .course import Assignment
 from .coursedir import CourseDir
 from .errors import CourseError
 from .sample_submissions import fill, solution_answers
+from utils.paths import REPO_ROOT
 
 LEDGER = Path(".grader") / "ledger"
 REFERENCES = Path(".grader") / "references"   # reference solutions, graded before a batch
@@ -73,7 +74,7 @@ class Outcome:
     seconds: float | None = None   # how long grading took
     pending: float = 0.0           # points of written answers left to the instructor (formgrader)
     blank: float = 0.0             # points of written answers left as released: 0, nothing to grade
-    why: str = ""                  # why points were lost, in a few words (grading.reason)
+    lost: str = ""                 # why points were lost, in a few words (grading.reason)
 
     def line(self) -> str:
         """One line per submission, e.g. ``ann 02_tensor_toolbox: 6 / 12 in 63.5 s: 3 tests stopped at
@@ -82,7 +83,7 @@ class Outcome:
             return f"{self.student} {self.assignment}: NOT GRADED: {self.error}"
         text = f"{self.student} {self.assignment}: {self.score:g} / {self.max_score:g}"
         took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
-        details = [self.why] if self.why else []
+        details = [self.lost] if self.lost else []
         if self.pending:
             details.append(f"+{self.pending:g} written, left to the instructor (formgrader's Manual Grading)")
         if self.blank:
@@ -216,7 +217,7 @@ def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: di
         return None
     return Outcome(sub.student, sub.assignment.id, entry["score"], entry["max_score"], note=entry.get("note", ""),
                    skipped=True, pending=entry.get("pending", 0.0), blank=entry.get("blank", 0.0),
-                   why=entry.get("why", ""))
+                   lost=entry.get("lost", entry.get("why", "")))  # "why": ledgers written before the rename
 
 
 def _write_json(path: Path, data) -> None:
@@ -232,14 +233,14 @@ def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprin
         place, sub.assignment, result, gradebook.read_timestamp(sub.folder), unanswered)
     gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
-    why = grading.reason(result)
+    lost = grading.reason(result)
     if result.sha256:  # an unreadable notebook is graded again next time
         _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
                                                     "score": score, "max_score": max_score, "note": note,
-                                                    "pending": pending, "blank": blank, "why": why,
+                                                    "pending": pending, "blank": blank, "lost": lost,
                                                     "auto_scores": auto_scores})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
-                   pending=pending, blank=blank, why=why)
+                   pending=pending, blank=blank, lost=lost)
 
 
 def autograde(place: CourseDir | Path, assignment_id: str | None = None, student_id: str | None = None,
@@ -364,7 +365,7 @@ def _reference_key(fingerprint: str) -> str:
     import torch
 
     return hashlib.sha256("\n".join([fingerprint, sys.executable, torch.__version__,
-                                      str(course.REPO_ROOT)]).encode()).hexdigest()
+                                      str(REPO_ROOT)]).encode()).hexdigest()
 
 
 def _reference_cache(course_dir: Path) -> dict:

@@ -1,4 +1,4 @@
-"""The class device report (issue 20): what the class measured, and on which devices.
+"""The class device report: what the class measured, and on which devices.
 
     python -m grader class-report --course-dir DIR [--also-from SHARD_DIR ...] [--db-url URL] [--out DIR/class_report]
 

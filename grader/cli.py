@@ -11,6 +11,7 @@ from . import course, database
 from .coursedir import CourseDir
 from .errors import CourseError
 from .sandbox import Limits
+from utils.paths import REPO_ROOT
 
 
 def _course_dir(value: str) -> Path:
@@ -50,13 +51,13 @@ FORMGRADER = "run `jupyter lab` in {dir} (add --allow-root as root) and open /fo
 
 def cmd_assignments(args) -> int:
     for assignment in course.assignments():
-        print(f"{assignment.id}\t{assignment.release_path.relative_to(course.REPO_ROOT)}")
+        print(f"{assignment.id}\t{assignment.release_path.relative_to(REPO_ROOT)}")
     return 0
 
 
 def cmd_generate(args) -> int:
     for path in course.generate_release():
-        print(f"generated {path.relative_to(course.REPO_ROOT)}")
+        print(f"generated {path.relative_to(REPO_ROOT)}")
     return 0
 
 

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from utils.paths import NOTEBOOKS, REPO_ROOT, SOLUTIONS  # noqa: F401  (REPO_ROOT: for the grader's modules)
+from utils.paths import NOTEBOOKS, SOLUTIONS
 
 from . import database
 from .coursedir import CourseDir

@@ -17,7 +17,7 @@ from grader import course, sandbox
 from grader.sample_submissions import fill, solution_answers
 
 AID = "03_building_models"
-REPO = course.REPO_ROOT
+REPO = REPO_ROOT
 # The batch's limits: short, so the infinite loops and the flood end quickly; every honest
 # answer of every notebook must finish well inside them.
 LIMITS = sandbox.Limits(wall_s=90, cell_s=20)
@@ -226,6 +226,7 @@ def _background_cheats(course_dir: Path) -> dict:
     return {
         "cheat_background_writer": {"deep_mlp": f"""
 import subprocess, os
+from utils.paths import REPO_ROOT
 subprocess.Popen(["sh", "-c", "sleep 4242; echo hacked > {gradebook}"], start_new_session=True)
 if os.fork() == 0:
     os.setsid()

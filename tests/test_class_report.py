@@ -14,6 +14,7 @@ from grader import class_report, cli, course, pgserver
 from grader.coursedir import CourseDir
 from grader.sample_submissions import enroll, load_runs, write_samples
 from utils import records, references
+from utils.paths import REPO_ROOT
 
 AID, OTHER = "00_measure_first", "01_tensors_devices"
 H100, T4, CPU = "NVIDIA H100 80GB HBM3", "NVIDIA T4", "CPU (x86_64, 8 threads)"
@@ -200,8 +201,8 @@ def test_a_class_graded_in_two_shard_folders_is_read_from_both(synthetic, tmp_pa
 
 
 def test_the_bundled_runs_make_sample_submissions_from_three_devices_beside_the_references(tmp_path):
-    runs = load_runs([course.REPO_ROOT / "grader/sample_records/cpu-quick",
-                      course.REPO_ROOT / "grader/sample_records/h200-quick", references.REFERENCES / "h100-2026-11-25"])
+    runs = load_runs([REPO_ROOT / "grader/sample_records/cpu-quick",
+                      REPO_ROOT / "grader/sample_records/h200-quick", references.REFERENCES / "h100-2026-11-25"])
     students = write_samples(tmp_path, course.find(OTHER), course.NOTEBOOKS / OTHER, runs)
     assert len(students) >= 3
     enroll(CourseDir(tmp_path), [(s, OTHER) for s in students])

@@ -11,12 +11,13 @@ import sys
 
 import pytest
 
-from grader import course, gradebook
+from grader import gradebook
 from grader.autograde import GraderEnvironmentError
 from grader.errors import CourseError
 from grader.grading import parse
 from grader.sandbox import Limits, RunResult
 from submissions import submit_solutions
+from utils.paths import REPO_ROOT
 
 AID = "02_tensor_toolbox"  # among the quickest to grade
 
@@ -26,7 +27,7 @@ def checkout(tmp_path):
     """A copy of the code a grading run needs, under /tmp (pytest's tmp_path lies there)."""
     root = tmp_path / "clone"
     for name in ("grader", "utils", "solutions"):
-        shutil.copytree(course.REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     assert str(root).startswith("/tmp/")
     return root
 

@@ -14,6 +14,7 @@ from nbgrader.api import Gradebook
 
 from grader import cli, course
 from grader.course import ASSIGNMENTS_DIR
+from utils.paths import REPO_ROOT
 
 AID = "00_measure_first"  # samples of a few seconds each
 KEEP_OUT = ("other_style", "shared_snapshot", "broken")
@@ -22,7 +23,7 @@ KEEP_OUT = ("other_style", "shared_snapshot", "broken")
 def _autograde(course_dir):
     return subprocess.Popen([sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir),
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=course.REPO_ROOT, start_new_session=True)  # its own group, as a terminal job
+                            cwd=REPO_ROOT, start_new_session=True)  # its own group, as a terminal job
 
 
 def _wait_for_sandboxes(proc) -> list[psutil.Process]:
@@ -80,7 +81,7 @@ def test_a_signal_stops_grading_at_once_and_leaves_nothing_running(course_dir, h
     if how == "sigterm":
         return
     rerun = subprocess.run([sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir)],
-                           capture_output=True, text=True, cwd=course.REPO_ROOT)
+                           capture_output=True, text=True, cwd=REPO_ROOT)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     with Gradebook(course.nbgrader_config(course_dir).CourseDirectory.db_url) as gb:

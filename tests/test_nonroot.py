@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, course, sandbox
+from grader import cli, sandbox
 from grader.course import ASSIGNMENTS_DIR
+from utils.paths import REPO_ROOT
 
 AID = "00_measure_first"
 STUDENTS = ("current_device",)  # with the reference solution, two sandboxes at once
@@ -31,7 +32,7 @@ def _as_unprivileged_user(argv: list[str], home: Path) -> list[str]:
     if os.geteuid() != 0:
         return argv
     opened, made, bound = ["--dev-bind", "/", "/"], set(), []
-    for path in sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), str(course.REPO_ROOT)}):
+    for path in sorted({os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), str(REPO_ROOT)}):
         top = _private_top(path)
         if top is None or any(Path(path).is_relative_to(b) for b in bound):
             continue
@@ -65,7 +66,7 @@ def test_an_ordinary_user_grades_in_a_user_namespace(home):
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", f"{UNPRIVILEGED}:{UNPRIVILEGED}", str(tmp_path)], check=True)
     argv = [sys.executable, "-m", "grader", "autograde", "--course-dir", str(course_dir), "--workers", "2"]
-    done = subprocess.run(_as_unprivileged_user(argv, tmp_path), capture_output=True, text=True, cwd=course.REPO_ROOT)
+    done = subprocess.run(_as_unprivileged_user(argv, tmp_path), capture_output=True, text=True, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     expected = tomllib.loads((ASSIGNMENTS_DIR / AID / "scores.toml").read_text())
     for student in STUDENTS:
@@ -79,7 +80,7 @@ def test_an_ordinary_user_grades_in_a_user_namespace(home):
     for path in graded:
         path.chmod(0o444)
     again = subprocess.run(_as_unprivileged_user([*argv, "--force"], tmp_path), capture_output=True, text=True,
-                           cwd=course.REPO_ROOT)
+                           cwd=REPO_ROOT)
     assert again.returncode == 0, again.stdout + again.stderr
     assert all(f"sample_{student} {AID}: {expected[student]} / 10" in again.stdout for student in STUDENTS)
 

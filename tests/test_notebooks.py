@@ -8,8 +8,9 @@ import nbformat
 import pytest
 
 from grader import course
+from utils.paths import REPO_ROOT
 
-REPO = course.REPO_ROOT
+REPO = REPO_ROOT
 CURRICULUM = REPO.parent / "shared" / "CURRICULUM.md"
 # Tips each notebook must teach (CURRICULUM.md): every tip T001-T106 belongs to one notebook.
 EXPECTED_TIPS = {

@@ -24,6 +24,7 @@ from grader.grading import Result
 from grader.course import ASSIGNMENTS_DIR
 from grader.sample_submissions import write_samples
 from utils.distributed import free_port
+from utils.paths import REPO_ROOT
 
 AID = "01_tensors_devices"  # three samples, quick to grade
 
@@ -60,7 +61,7 @@ def sharded(postgres, tmp_path_factory):
     runs = [subprocess.Popen([sys.executable, "-m", "grader", "autograde", "--course-dir", str(folder),
                               "--shard", f"{k}/2", "--workers", "1", *(["--db-url", url] if k == 0 else [])],
                              env={**os.environ, **({"GRADER_DB_URL": url} if k == 1 else {})},
-                             cwd=course.REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for k, folder in enumerate(dirs)]
     outputs = [run.communicate(timeout=600)[0] for run in runs]
     return SimpleNamespace(dirs=dirs, url=url, expected=expected, outputs=outputs,

@@ -40,14 +40,14 @@ def test_other_lost_points_name_a_test_and_nothing_lost_says_nothing():
 
 
 def test_the_line_gives_the_reason_after_the_score():
-    line = Outcome("hung", "02_tensor_toolbox", 6, 12, seconds=63.5, why="3 tests stopped at the 60 s deadline").line()
+    line = Outcome("hung", "02_tensor_toolbox", 6, 12, seconds=63.5, lost="3 tests stopped at the 60 s deadline").line()
     assert line == "hung 02_tensor_toolbox: 6 / 12 in 63.5 s: 3 tests stopped at the 60 s deadline"
 
 
 def test_the_line_names_written_points_waiting_or_left_blank():
     blank = Outcome("sample_correct", "07_speed_knobs", 10, 12, seconds=3.0, blank=2).line()
     assert blank == "sample_correct 07_speed_knobs: 10 / 12 in 3.0 s: written answer left blank: 0 / 2, nothing to grade"
-    waiting = Outcome("ann", "07_speed_knobs", 10, 12, pending=2, skipped=True, why="1 test not passed").line()
+    waiting = Outcome("ann", "07_speed_knobs", 10, 12, pending=2, skipped=True, lost="1 test not passed").line()
     assert waiting == ("ann 07_speed_knobs: 10 / 12: 1 test not passed; +2 written, left to the instructor "
                        "(formgrader's Manual Grading) (unchanged, kept)")
     assert Outcome("ann", "07_speed_knobs", 12, 12, seconds=2.0).line() == "ann 07_speed_knobs: 12 / 12 in 2.0 s"
