@@ -15,6 +15,7 @@ import nbformat
 
 from grader import course, sandbox
 from grader.sample_submissions import fill, solution_answers
+from utils.paths import REPO_ROOT
 
 AID = "03_building_models"
 REPO = REPO_ROOT
@@ -226,7 +227,6 @@ def _background_cheats(course_dir: Path) -> dict:
     return {
         "cheat_background_writer": {"deep_mlp": f"""
 import subprocess, os
-from utils.paths import REPO_ROOT
 subprocess.Popen(["sh", "-c", "sleep 4242; echo hacked > {gradebook}"], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
