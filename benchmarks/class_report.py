@@ -51,7 +51,7 @@ def learner_records(run: list, notebook: str, factor: float, forged: bool) -> li
     return mine
 
 
-def make_class(course_dir: Path, n: int, pad_kb: int, seed: int = 0) -> None:
+def make_class(root: Path, n: int, pad_kb: int, seed: int = 0) -> None:
     rng = random.Random(seed)
     runs = load_runs(RUNS)
     released = {a: nbformat.read(course.NOTEBOOKS / a / f"{a}.ipynb", as_version=4) for a in NOTEBOOKS}
@@ -64,11 +64,11 @@ def make_class(course_dir: Path, n: int, pad_kb: int, seed: int = 0) -> None:
         nb = carry(nbformat.from_dict(released[notebook]),
                    learner_records(run, notebook, rng.uniform(0.7, 1.5), forged=i % 10 == 0))
         nb.cells.append(nbformat.v4.new_code_cell("plt.show()", outputs=[padding]))
-        target = course_dir / "submitted" / student / notebook
+        target = root / "submitted" / student / notebook
         target.mkdir(parents=True, exist_ok=True)
         (target / f"{notebook}.ipynb").write_text(json.dumps(nb), encoding="utf-8")  # nbformat.write validates: slow
         pairs.append((student, notebook))
-    enroll(CourseDir(course_dir), pairs)
+    enroll(CourseDir(root), pairs)
 
 
 def main() -> int:
@@ -78,16 +78,16 @@ def main() -> int:
     parser.add_argument("--pad-kb", type=int, default=300, help="base64 output per notebook, as its figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="class-report-") as folder:
-        place = CourseDir(Path(folder))
+        course_dir = CourseDir(Path(folder))
         start = time.perf_counter()
-        make_class(place.path, args.submissions, args.pad_kb)
-        size = sum(p.stat().st_size for p in place.path.glob("submitted/*/*/*.ipynb"))
+        make_class(course_dir.path, args.submissions, args.pad_kb)
+        size = sum(p.stat().st_size for p in course_dir.path.glob("submitted/*/*/*.ipynb"))
         print(f"made {args.submissions} submissions ({size / 2**20:.0f} MiB) in {time.perf_counter() - start:.1f} s "
               f"(not timed below); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         start = time.perf_counter()
-        subs = class_report.gather(place, args.workers)
+        subs = class_report.gather(course_dir, args.workers)
         gathered = time.perf_counter() - start
-        class_report.write(subs, place.path / "class_report")
+        class_report.write(subs, course_dir.path / "class_report")
         total = time.perf_counter() - start
         rejected = class_report.rejections(subs)
         print(f"gather ({args.workers} workers): {gathered:.1f} s; write: {total - gathered:.1f} s; "

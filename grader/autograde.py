@@ -28,7 +28,7 @@ from tqdm import tqdm
 from . import course, database, gradebook, grading, sandbox, submission
 from .checking import registry
 from .course import Assignment
-from .coursedir import CourseDir
+from .coursedir import CourseDir, CourseDirLike
 from .errors import CourseError
 from .sample_submissions import fill, solution_answers
 from utils.paths import REPO_ROOT
@@ -99,11 +99,11 @@ def shard_of(student: str, shards: int) -> int:
     return int.from_bytes(hashlib.sha256(student.encode()).digest()[:8], "big") % shards
 
 
-def discover(course_dir: Path, assignment_id: str | None = None, student_id: str | None = None,
+def discover(root: Path, assignment_id: str | None = None, student_id: str | None = None,
              shard: tuple[int, int] | None = None) -> tuple[list[Submission], list[Outcome]]:
     """Submissions to grade, plus outcomes for folders that are not assignments of this course.
     ``shard`` = (K, N) keeps the students of shard K of N (``shard_of``)."""
-    submitted = course_dir / "submitted"
+    submitted = root / "submitted"
     if not submitted.is_dir():
         raise CourseError(f"{submitted} does not exist: expected submitted/<student>/<assignment>/<notebook>.ipynb")
     if shard is not None and not 0 <= shard[0] < shard[1]:
@@ -196,14 +196,14 @@ def _end_workers(pool) -> None:
     pool.shutdown(wait=True)
 
 
-def _ledger_path(course_dir: Path, sub: Submission) -> Path:
-    return course_dir / LEDGER / sub.student / f"{sub.assignment.id}.json"
+def _ledger_path(root: Path, sub: Submission) -> Path:
+    return root / LEDGER / sub.student / f"{sub.assignment.id}.json"
 
 
-def _unchanged(course_dir: Path, sub: Submission, fingerprint: str, recorded: dict) -> Outcome | None:
+def _unchanged(root: Path, sub: Submission, fingerprint: str, recorded: dict) -> Outcome | None:
     """The recorded outcome if this exact notebook was already graded by this exact grader
     and the gradebook still holds exactly the scores it wrote."""
-    path = _ledger_path(course_dir, sub)
+    path = _ledger_path(root, sub)
     if not path.is_file() or (sub.assignment.id, sub.student) not in recorded:
         return None
     try:
@@ -225,25 +225,25 @@ def _write_json(path: Path, data) -> None:
     gradebook.replace_file(path, lambda tmp: tmp.write_text(json.dumps(data)))
 
 
-def _store(place: CourseDir, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
+def _store(course_dir: CourseDir, sub: Submission, result: grading.Result, fingerprint: str) -> Outcome:
     """The single writer: gradebook first, then the autograded notebook, then the ledger."""
-    course_dir = place.path
-    unanswered = gradebook.unanswered(course_dir, sub.assignment, result)
+    root = course_dir.path
+    unanswered = gradebook.unanswered(root, sub.assignment, result)
     score, max_score, pending, blank, auto_scores = gradebook.record(
-        place, sub.assignment, result, gradebook.read_timestamp(sub.folder), unanswered)
-    gradebook.write_autograded(course_dir, sub.assignment, result, sub.folder)
+        course_dir, sub.assignment, result, gradebook.read_timestamp(sub.folder), unanswered)
+    gradebook.write_autograded(root, sub.assignment, result, sub.folder)
     note = "; ".join(([result.unreadable] if result.unreadable else []) + result.notes)
     lost = grading.reason(result)
     if result.sha256:  # an unreadable notebook is graded again next time
-        _write_json(_ledger_path(course_dir, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
-                                                    "score": score, "max_score": max_score, "note": note,
-                                                    "pending": pending, "blank": blank, "lost": lost,
-                                                    "auto_scores": auto_scores})
+        _write_json(_ledger_path(root, sub), {"sha256": result.sha256, "fingerprint": fingerprint,
+                                              "score": score, "max_score": max_score, "note": note,
+                                              "pending": pending, "blank": blank, "lost": lost,
+                                              "auto_scores": auto_scores})
     return Outcome(sub.student, sub.assignment.id, score, max_score, note=note, seconds=result.seconds,
                    pending=pending, blank=blank, lost=lost)
 
 
-def autograde(place: CourseDir | Path, assignment_id: str | None = None, student_id: str | None = None,
+def autograde(course_dir: CourseDirLike, assignment_id: str | None = None, student_id: str | None = None,
               workers: int | None = None, report: Callable[[str], None] = print, force: bool = False,
               isolate: bool = True, limits: sandbox.Limits = sandbox.Limits(),
               shard: tuple[int, int] | None = None, warm: bool = True) -> list[Outcome]:
@@ -251,9 +251,9 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
     a folder with its own SQLite file); one broken submission never stops the batch. ``shard`` =
     (K, N): only shard K of N's students. ``warm=False``: a cold sandbox (a fresh Python) for each
     submission instead of a child of the worker's warm sandbox."""
-    place = CourseDir.of(place).resolved()
-    course_dir = place.path
-    database.check(place)
+    course_dir = CourseDir.of(course_dir).resolved()
+    root = course_dir.path
+    database.check(course_dir)
     if isolate:
         report("checking that the sandbox runs here")
         reason = sandbox.probe()
@@ -262,7 +262,7 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
                               "(apt-get install bubblewrap), or pass --no-sandbox to grade without isolation.")
     else:
         report(UNSANDBOXED_WARNING)
-    subs, outcomes = discover(course_dir, assignment_id, student_id, shard)
+    subs, outcomes = discover(root, assignment_id, student_id, shard)
     checks = registry()
     for outcome in outcomes:
         report(outcome.line())
@@ -278,12 +278,12 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
         report(f"preparing {len({s.assignment for s in todo})} assignment(s) in the gradebook "
                "(nbgrader generate_assignment, when the source changed)")
     for assignment in sorted({s.assignment for s in todo}, key=lambda a: a.id):
-        course.prepare(place, assignment)
+        course.prepare(course_dir, assignment)
         fingerprints[assignment.id] = grading.fingerprint(assignment.id)
-    recorded = gradebook.recorded(place)
+    recorded = gradebook.recorded(course_dir)
     runnable = []
     for sub in todo:
-        kept = None if force else _unchanged(course_dir, sub, fingerprints[sub.assignment.id], recorded)
+        kept = None if force else _unchanged(root, sub, fingerprints[sub.assignment.id], recorded)
         if kept:
             outcomes.append(kept)
             report(kept.line())
@@ -302,7 +302,7 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
         for slot in range(first, first + workers):
             slots.put(slot)
         try:
-            outcomes = _grade_batch(place, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
+            outcomes = _grade_batch(course_dir, runnable, outcomes, fingerprints, pool, workers, limits, isolate,
                                     report, stop)
         except BaseException as exc:
             _end_workers(pool)
@@ -313,17 +313,17 @@ def autograde(place: CourseDir | Path, assignment_id: str | None = None, student
         return outcomes
 
 
-def _grade_batch(place: CourseDir, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict, pool,
-                 workers: int, limits, isolate: bool, report, stop: _Stop) -> list[Outcome]:
-    course_dir = place.path
+def _grade_batch(course_dir: CourseDir, runnable: list[Submission], outcomes: list[Outcome], fingerprints: dict,
+                 pool, workers: int, limits, isolate: bool, report, stop: _Stop) -> list[Outcome]:
+    root = course_dir.path
     # The reference solutions are queued first and the class right behind them, so no worker waits;
     # no student's result is stored before the reference of that assignment has passed.
-    references = _submit_references(course_dir, {s.assignment for s in runnable}, fingerprints, pool, limits,
+    references = _submit_references(root, {s.assignment for s in runnable}, fingerprints, pool, limits,
                                     isolate, report)
     start = time.monotonic()  # the class starts grading now, behind the references: its ETA counts them too
     futures = {pool.submit(_grade_in_worker, s.folder, s.student, s.assignment.id, limits, isolate): s
                for s in runnable}
-    refused = _check_references(course_dir, references)
+    refused = _check_references(root, references)
     for future, sub in list(futures.items()):
         if sub.assignment.id in refused:
             future.cancel()
@@ -345,7 +345,7 @@ def _grade_batch(place: CourseDir, runnable: list[Submission], outcomes: list[Ou
                     f"{result.environment}. This is the grading environment's fault, not the student's: "
                     "fix it and run autograde again (what was graded before is kept).")
             with stop.storing_result():
-                outcome = _store(place, sub, result, fingerprints[sub.assignment.id])
+                outcome = _store(course_dir, sub, result, fingerprints[sub.assignment.id])
         outcomes.append(outcome)
         bar.update()
         report(f"[{done}/{len(futures)}{_time_left(start, done, len(futures))}] {outcome.line()}")
@@ -368,26 +368,26 @@ def _reference_key(fingerprint: str) -> str:
                                       str(REPO_ROOT)]).encode()).hexdigest()
 
 
-def _reference_cache(course_dir: Path) -> dict:
+def _reference_cache(root: Path) -> dict:
     try:
-        path = course_dir / REFERENCES / "passed.json"
+        path = root / REFERENCES / "passed.json"
         return json.loads(path.read_text()) if path.is_file() else {}
     except (OSError, ValueError):  # an unreadable cache only costs a new check
         return {}
 
 
-def _submit_references(course_dir: Path, assignments: set[Assignment], fingerprints: dict, pool, limits, isolate,
+def _submit_references(root: Path, assignments: set[Assignment], fingerprints: dict, pool, limits, isolate,
                        report) -> dict:
     """Queue the grading of each assignment's reference solution (the source's own answers), unless
     a pass is cached for this grader fingerprint. Returns {future: (assignment, cache key)}."""
-    folder = course_dir / REFERENCES
-    cache = _reference_cache(course_dir)
+    folder = root / REFERENCES
+    cache = _reference_cache(root)
     pending = {}
     for assignment in sorted(assignments, key=lambda a: a.id):
         key = _reference_key(fingerprints[assignment.id])
         if cache.get(assignment.id) == key:
             continue
-        release = course_dir / "release" / assignment.id / assignment.notebook_name
+        release = root / "release" / assignment.id / assignment.notebook_name
         target = folder / assignment.id
         target.mkdir(parents=True, exist_ok=True)
         nbformat.write(fill(nbformat.read(release, as_version=4), solution_answers(assignment)),
@@ -398,10 +398,10 @@ def _submit_references(course_dir: Path, assignments: set[Assignment], fingerpri
     return pending
 
 
-def _check_references(course_dir: Path, pending: dict) -> dict[str, str]:
+def _check_references(root: Path, pending: dict) -> dict[str, str]:
     """Wait for the reference gradings; a pass is cached. Returns {assignment id: why it is refused}.
     Raises GraderEnvironmentError when the sandbox cannot even run the course's setup code."""
-    cache, refused = _reference_cache(course_dir), {}
+    cache, refused = _reference_cache(root), {}
     for future in as_completed(pending):
         assignment, key = pending[future]
         try:
@@ -421,5 +421,5 @@ def _check_references(course_dir: Path, pending: dict) -> dict[str, str]:
         else:
             cache[assignment.id] = key
     if pending:
-        _write_json(course_dir / REFERENCES / "passed.json", cache)
+        _write_json(root / REFERENCES / "passed.json", cache)
     return refused

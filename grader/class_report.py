@@ -71,21 +71,21 @@ class Submission:
 
 # ---------------------------------------------------------------- gathering
 
-def listed(place: CourseDir) -> list[tuple[str, str]]:
+def listed(course_dir: CourseDir) -> list[tuple[str, str]]:
     """(student, assignment) of every submission the gradebook holds, sorted."""
     from nbgrader.api import Assignment, SubmittedAssignment
 
-    with database.gradebook(place) as gb:
+    with database.gradebook(course_dir) as gb:
         rows = (gb.db.query(SubmittedAssignment.student_id, Assignment.name)
                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id).all())
     return sorted((str(s), str(a)) for s, a in rows)
 
 
-def read(course_dirs: tuple[Path, ...], student: str, assignment: str, tips: set[str]) -> Submission:
+def read(roots: tuple[Path, ...], student: str, assignment: str, tips: set[str]) -> Submission:
     """One submission's records, from the first course folder and tree that has its notebook."""
-    for course_dir in course_dirs:
+    for root in roots:
         for tree in TREES:
-            path = Path(course_dir) / tree / student / assignment / f"{assignment}.ipynb"
+            path = Path(root) / tree / student / assignment / f"{assignment}.ipynb"
             if path.exists():
                 found = class_records.read(path, tips)
                 return Submission(student, assignment, tree, found.records, found.rejected)
@@ -96,15 +96,15 @@ def _read_all(jobs: list[tuple]) -> list[Submission]:
     return [read(*job) for job in jobs]
 
 
-def gather(place: CourseDir, workers: int = 1, also: tuple[Path, ...] = ()) -> list[Submission]:
+def gather(course_dir: CourseDir, workers: int = 1, also: tuple[Path, ...] = ()) -> list[Submission]:
     """Every submission the gradebook lists, read from the course folder or, in a sharded class,
     from the other shards' folders ``also`` (``workers`` processes)."""
-    folders = (place.path, *also)
+    folders = (course_dir.path, *also)
     for folder in folders:
         if not Path(folder).is_dir():
             raise CourseError(f"{folder} is not a course directory (no such folder)")
     tips = class_records.course_tips()
-    jobs = [(folders, student, assignment, tips) for student, assignment in listed(place)]
+    jobs = [(folders, student, assignment, tips) for student, assignment in listed(course_dir)]
     if workers < 2 or len(jobs) < PARALLEL_FROM:
         return _read_all(jobs)
     chunks = [jobs[i::workers * 4] for i in range(workers * 4)]

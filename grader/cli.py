@@ -14,7 +14,7 @@ from .sandbox import Limits
 from utils.paths import REPO_ROOT
 
 
-def _course_dir(value: str) -> Path:
+def _folder(value: str) -> Path:
     return Path(value).expanduser().resolve()
 
 
@@ -73,12 +73,12 @@ def cmd_samples(args) -> int:
         chosen = [course.find(args.assignment)] if args.assignment else course.assignments()
     runs = load_runs(args.records or [])
     for assignment in chosen:
-        course.prepare(args.course, assignment)
-        release = args.course_dir / "release" / assignment.id
+        course.prepare(args.course_dir, assignment)
+        release = args.course_dir.path / "release" / assignment.id
         if args.demo:
-            wrote = [f"{s} ({n})" for s, n in write_demo(args.course_dir, assignment, release, runs).items()]
+            wrote = [f"{s} ({n})" for s, n in write_demo(args.course_dir.path, assignment, release, runs).items()]
         else:
-            wrote = write_samples(args.course_dir, assignment, release, runs)
+            wrote = write_samples(args.course_dir.path, assignment, release, runs)
         print(f"{assignment.id}: wrote submissions of {', '.join(wrote)}")
     return 0
 
@@ -92,11 +92,11 @@ def _say(line: str) -> None:
 
 
 def cmd_autograde(args) -> int:
-    print(f"autograde: loading the grader (torch, nbgrader) for {args.course_dir}", flush=True)
+    print(f"autograde: loading the grader (torch, nbgrader) for {args.course_dir.path}", flush=True)
     from .autograde import GradingInterrupted, autograde  # seconds of imports: after the line above, not before
 
     try:
-        outcomes = autograde(args.course, args.assignment, args.student, args.workers, force=args.force,
+        outcomes = autograde(args.course_dir, args.assignment, args.student, args.workers, force=args.force,
                              isolate=not args.no_sandbox, report=_say, shard=args.shard,
                              limits=Limits.with_deadline(args.deadline), warm=not args.cold)
     except GradingInterrupted as exc:
@@ -110,12 +110,12 @@ def cmd_autograde(args) -> int:
     failed = [o for o in outcomes if o.error]
     kept = sum(o.skipped for o in outcomes)
     print(f"{len(outcomes)} submission(s): {len(outcomes) - len(failed) - kept} graded now, {kept} kept unchanged, "
-          f"{len(failed)} not graded; gradebook: {database.shown(args.course)}")
+          f"{len(failed)} not graded; gradebook: {database.shown(args.course_dir)}")
     waiting = [o for o in outcomes if o.pending]
     if waiting:
         print(f"{len(waiting)} submission(s) have written answers ({sum(o.pending for o in waiting):g} points in all) "
               "that the autograder leaves to the instructor: grade them in formgrader's Manual Grading ("
-              + FORMGRADER.format(dir=args.course_dir) + (", with GRADER_DB_URL set" if args.db_url else "") + ")")
+              + FORMGRADER.format(dir=args.course_dir.path) + (", with GRADER_DB_URL set" if args.db_url else "") + ")")
     blank = [o for o in outcomes if o.blank]
     if blank:
         print(f"{len(blank)} submission(s) left their written answers blank: they score 0 there "
@@ -125,19 +125,19 @@ def cmd_autograde(args) -> int:
     return 1 if failed else 0
 
 
-def _require_gradebook(place: CourseDir) -> None:
-    if not database.exists(place):
-        raise CourseError(f"no gradebook at {database.shown(place)}: run `python -m grader autograde "
-                          f"--course-dir {place.path}` first")
+def _require_gradebook(course_dir: CourseDir) -> None:
+    if not database.exists(course_dir):
+        raise CourseError(f"no gradebook at {database.shown(course_dir)}: run `python -m grader autograde "
+                          f"--course-dir {course_dir.path}` first")
 
 
 def cmd_export(args) -> int:
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    _require_gradebook(args.course)
+    _require_gradebook(args.course_dir)
     args.to.parent.mkdir(parents=True, exist_ok=True)
-    with Gradebook(database.url(args.course)) as gb:
+    with Gradebook(database.url(args.course_dir)) as gb:
         known = [a.name for a in gb.assignments]
         unknown = sorted(set(args.assignment or []) - set(known))
         if unknown:
@@ -153,9 +153,9 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _feedback_one(place: CourseDir, assignment_id: str, student_id: str) -> str | None:
+def _feedback_one(course_dir: CourseDir, assignment_id: str, student_id: str) -> str | None:
     """nbgrader's feedback for one student's assignment; the error text if it failed."""
-    result = course.nbgrader_api(place).generate_feedback(assignment_id, student_id)
+    result = course.nbgrader_api(course_dir).generate_feedback(assignment_id, student_id)
     return None if result["success"] else str(result.get("error") or result.get("log"))
 
 
@@ -164,8 +164,8 @@ def cmd_feedback(args) -> int:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    _require_gradebook(args.course)
-    autograded = args.course_dir / "autograded"
+    _require_gradebook(args.course_dir)
+    autograded = args.course_dir.path / "autograded"
     folders = [p for p in autograded.glob("*/*") if p.is_dir()] if autograded.is_dir() else []
     jobs = sorted((p.name, p.parent.name) for p in folders
                   if args.assignment in (None, p.name) and args.student in (None, p.parent.name))
@@ -174,7 +174,7 @@ def cmd_feedback(args) -> int:
         raise CourseError(f"no autograded submission in {autograded} matches {asked}: check the ids, or run autograde first")
     status = 0
     with ProcessPoolExecutor(max(1, min(args.workers, len(jobs))), mp_context=get_context("spawn")) as pool:
-        errors = pool.map(_feedback_one, [args.course] * len(jobs), *zip(*jobs)) if jobs else []
+        errors = pool.map(_feedback_one, [args.course_dir] * len(jobs), *zip(*jobs)) if jobs else []
         for done, ((assignment_id, student_id), error) in enumerate(zip(jobs, errors), start=1):
             page = Path("feedback") / student_id / assignment_id / f"{assignment_id}.html"
             if error:
@@ -188,11 +188,11 @@ def cmd_feedback(args) -> int:
 def cmd_class_report(args) -> int:
     from . import class_report
 
-    if not args.course_dir.is_dir():
-        raise CourseError(f"{args.course_dir} is not a course directory (no such folder)")
-    _require_gradebook(args.course)
-    subs = class_report.gather(args.course, args.workers, tuple(args.also_from or ()))
-    out = args.out or args.course_dir / "class_report"
+    if not args.course_dir.path.is_dir():
+        raise CourseError(f"{args.course_dir.path} is not a course directory (no such folder)")
+    _require_gradebook(args.course_dir)
+    subs = class_report.gather(args.course_dir, args.workers, tuple(args.also_from or ()))
+    out = args.out or args.course_dir.path / "class_report"
     written = class_report.write(subs, out, args.min_learners)
     rejected = class_report.rejections(subs)
     print(f"{len(subs)} submission(s), {sum(len(s.records) for s in subs)} record(s) accepted"
@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def with_course_dir(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--course-dir", type=_course_dir, required=True, help="nbgrader course directory")
+        p.add_argument("--course-dir", type=_folder, required=True, help="nbgrader course directory")
         return p
 
     def with_db_url(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_db_url(with_course_dir("class-report", "one HTML page of what the class measured, by device, and a CSV"))
     p.add_argument("--out", type=lambda v: Path(v).expanduser().resolve(),
                    help="the folder for class_report.html, students.html and class_records.csv (default: DIR/class_report)")
-    p.add_argument("--also-from", type=_course_dir, action="append", metavar="SHARD_DIR",
+    p.add_argument("--also-from", type=_folder, action="append", metavar="SHARD_DIR",
                    help="a sharded class: another shard's course directory, where the notebooks of the submissions "
                         "it graded are (repeat for each; the gradebook is --db-url's)")
     p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8), help="processes reading notebooks")
@@ -273,8 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if hasattr(args, "course_dir"):  # the one value the commands pass on: the folder and its gradebook
-        args.course = CourseDir(args.course_dir, getattr(args, "db_url", None))
+    if hasattr(args, "course_dir"):  # the folder becomes the CourseDir the commands pass on, with --db-url
+        args.course_dir = CourseDir(args.course_dir, getattr(args, "db_url", None))
     if getattr(args, "workers", 1) is not None and getattr(args, "workers", 1) < 1:
         print("error: --workers must be at least 1", file=sys.stderr)
         return 2

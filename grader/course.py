@@ -20,7 +20,7 @@ from pathlib import Path
 from utils.paths import NOTEBOOKS, SOLUTIONS
 
 from . import database
-from .coursedir import CourseDir
+from .coursedir import CourseDir, CourseDirLike
 from .errors import CourseError
 from .formgrader import CONFIG
 
@@ -100,34 +100,34 @@ def find(assignment_id: str) -> Assignment:
     return known[assignment_id]
 
 
-def nbgrader_config(place: CourseDir | Path, **overrides):
+def nbgrader_config(course_dir: CourseDirLike, **overrides):
     """A traitlets Config for nbgrader with the course folder as its root and the course's gradebook
     (default: the SQLite file in the folder)."""
     from traitlets.config import Config
 
-    place = CourseDir.of(place)
+    course_dir = CourseDir.of(course_dir)
     config = Config()
-    config.CourseDirectory.root = str(place.path)
-    config.CourseDirectory.db_url = database.url(place)
+    config.CourseDirectory.root = str(course_dir.path)
+    config.CourseDirectory.db_url = database.url(course_dir)
     # nbgrader's own default is '': generate_assignment then adds assignments of no course, which a
     # PostgreSQL gradebook refuses (a foreign key; SQLite does not check them). This is the course
     # row nbgrader's Gradebook creates by default.
     config.CourseDirectory.course_id = COURSE_ID
     config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader"]
-    config.Exchange.root = str(place.path / "exchange")  # as in the written nbgrader_config.py
+    config.Exchange.root = str(course_dir.path / "exchange")  # as in the written nbgrader_config.py
     for dotted, value in overrides.items():
         section, name = dotted.split(".")
         setattr(getattr(config, section), name, value)
     return config
 
 
-def nbgrader_api(place: CourseDir | Path, **overrides):
+def nbgrader_api(course_dir: CourseDirLike, **overrides):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     _put_interpreter_bin_on_path()
 
-    config = nbgrader_config(place, **overrides)
+    config = nbgrader_config(course_dir, **overrides)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)
     return api
@@ -140,35 +140,35 @@ def _put_interpreter_bin_on_path() -> None:
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
 
-def prepare(place: CourseDir | Path, assignment: Assignment) -> None:
+def prepare(course_dir: CourseDirLike, assignment: Assignment) -> None:
     """Put the repo's source of ``assignment`` into the course folder and (re)generate it there, and
     in the course's gradebook.
 
     Generation runs only when the source changed, because nbgrader refuses to drop grade
     cells that already have submissions. Graders sharing a PostgreSQL gradebook take turns.
     """
-    place = CourseDir.of(place)
-    place.path.mkdir(parents=True, exist_ok=True)
-    _write_default_config(place.path)
-    target = place.path / "source" / assignment.id
-    released = place.path / "release" / assignment.id / assignment.notebook_name
-    with database.exclusive(place):
-        if _same_tree(assignment.source_dir, target) and released.exists() and _in_gradebook(place, assignment):
+    course_dir = CourseDir.of(course_dir)
+    course_dir.path.mkdir(parents=True, exist_ok=True)
+    _write_default_config(course_dir.path)
+    target = course_dir.path / "source" / assignment.id
+    released = course_dir.path / "release" / assignment.id / assignment.notebook_name
+    with database.exclusive(course_dir):
+        if _same_tree(assignment.source_dir, target) and released.exists() and _in_gradebook(course_dir, assignment):
             return
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(assignment.source_dir, target, ignore=IGNORED)
-        result = nbgrader_api(place).generate_assignment(assignment.id, force=True, create=True)
+        result = nbgrader_api(course_dir).generate_assignment(assignment.id, force=True, create=True)
     if not result["success"]:
         raise CourseError(f"nbgrader generate_assignment failed for {assignment.id}:\n{result.get('error') or result.get('log')}")
 
 
-def _in_gradebook(place: CourseDir, assignment: Assignment) -> bool:
+def _in_gradebook(course_dir: CourseDir, assignment: Assignment) -> bool:
     from nbgrader.api import Gradebook, MissingEntry
 
-    if not database.exists(place):
+    if not database.exists(course_dir):
         return False
-    with Gradebook(database.url(place)) as gb:
+    with Gradebook(database.url(course_dir)) as gb:
         try:
             gb.find_assignment(assignment.id)
         except MissingEntry:
@@ -176,12 +176,12 @@ def _in_gradebook(place: CourseDir, assignment: Assignment) -> bool:
     return True
 
 
-def _write_default_config(course_dir: Path) -> None:
+def _write_default_config(root: Path) -> None:
     """So that plain ``nbgrader`` commands and formgrader run in the course dir see the same gradebook,
     an exchange directory the instructor owns, and route "Autograde" to the course grader. An
     existing file is never overwritten (the instructor may have added settings to it)."""
-    (course_dir / "exchange").mkdir(exist_ok=True)
-    path = course_dir / "nbgrader_config.py"
+    (root / "exchange").mkdir(exist_ok=True)
+    path = root / "nbgrader_config.py"
     if not path.exists():
         path.write_text(
             "# Written by `python -m grader`: the gradebook it fills lives next to this file. Add your own\n"

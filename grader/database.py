@@ -21,7 +21,7 @@ SETUP_LOCK = 7_411_905_203  # any fixed number: the advisory-lock key of the gra
 URL_FORM = "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
 
 
-def gradebook(place: CourseDir):
+def gradebook(course_dir: CourseDir):
     """nbgrader's Gradebook on the course's database (use it as a context manager)."""
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
@@ -30,14 +30,14 @@ def gradebook(place: CourseDir):
     # nbgrader logs a traceback for each insert the database refuses, then raises InvalidEntry with the
     # same message: gradebook.record() retries those, and raises the last one
     logging.getLogger("tornado.application").setLevel(logging.CRITICAL)
-    return Gradebook(url(place))
+    return Gradebook(url(course_dir))
 
 
-def url(place: CourseDir) -> str:
+def url(course_dir: CourseDir) -> str:
     """The SQLAlchemy URL nbgrader gets: the course's ``db_url``, or the folder's SQLite gradebook."""
-    if not place.db_url:
-        return f"sqlite:///{place.path / SQLITE_FILE}?timeout=60"
-    return _driver_url(place.db_url)
+    if not course_dir.db_url:
+        return f"sqlite:///{course_dir.path / SQLITE_FILE}?timeout=60"
+    return _driver_url(course_dir.db_url)
 
 
 def _driver_url(db_url: str) -> str:
@@ -47,9 +47,9 @@ def _driver_url(db_url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def shown(place: CourseDir) -> str:
+def shown(course_dir: CourseDir) -> str:
     """The gradebook's location for messages: never the password."""
-    return str(place.path / SQLITE_FILE) if not place.db_url else _hidden(place.db_url)
+    return str(course_dir.path / SQLITE_FILE) if not course_dir.db_url else _hidden(course_dir.db_url)
 
 
 def _hidden(db_url: str) -> str:
@@ -89,32 +89,32 @@ def _connection(db_url: str):
         engine.dispose()
 
 
-def check(place: CourseDir) -> None:
+def check(course_dir: CourseDir) -> None:
     """Fail early, in one line, on a bad URL or a server that cannot be reached or refuses us."""
-    if place.db_url:
-        with _connection(place.db_url):
+    if course_dir.db_url:
+        with _connection(course_dir.db_url):
             pass
 
 
-def exists(place: CourseDir) -> bool:
+def exists(course_dir: CourseDir) -> bool:
     """Whether the gradebook has been created (looking never creates it)."""
-    if not place.db_url:
-        return (place.path / SQLITE_FILE).is_file()
+    if not course_dir.db_url:
+        return (course_dir.path / SQLITE_FILE).is_file()
     from sqlalchemy import inspect
 
-    with _connection(place.db_url) as connection:
+    with _connection(course_dir.db_url) as connection:
         return bool(inspect(connection).get_table_names())
 
 
 @contextlib.contextmanager
-def exclusive(place: CourseDir):
+def exclusive(course_dir: CourseDir):
     """One process at a time in this block, across machines, for a PostgreSQL gradebook: the lock
     lasts as long as the transaction it is taken in. A SQLite gradebook has one writer anyway."""
-    if not place.db_url or _parse(place.db_url).get_backend_name() != "postgresql":
+    if not course_dir.db_url or _parse(course_dir.db_url).get_backend_name() != "postgresql":
         yield
         return
     from sqlalchemy import text
 
-    with _connection(place.db_url) as connection, connection.begin():
+    with _connection(course_dir.db_url) as connection, connection.begin():
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SETUP_LOCK})
         yield

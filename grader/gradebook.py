@@ -16,15 +16,15 @@ from nbformat.v4 import new_output
 
 from . import database
 from .course import Assignment, answer_cells, manual_cells
-from .coursedir import CourseDir
+from .coursedir import CourseDir, CourseDirLike
 from .grading import Result, source_cells
 
 
-def recorded(place: CourseDir | Path) -> dict[tuple[str, str], list]:
+def recorded(course_dir: CourseDirLike) -> dict[tuple[str, str], list]:
     """(assignment, student) -> the automatic scores the gradebook holds for that submission,
     ``[[grade cell, score], ...]``. The ledger keeps the same list, so a score changed by anything
     but this grader (nbgrader's own autograde, a script) gets that submission graded again."""
-    with database.gradebook(CourseDir.of(place)) as gb:
+    with database.gradebook(CourseDir.of(course_dir)) as gb:
         return _auto_scores(gb)
 
 
@@ -49,7 +49,7 @@ RECORD_ATTEMPTS = 3
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")  # what `nbgrader collect` puts next to a submission
 
 
-def record(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
+def record(course_dir: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
            unanswered: set[str]) -> tuple[float, float, float, float, list]:
     """Store one submission's scores; returns (score, max_score, points left to the instructor,
     points of written answers left blank) as the gradebook computes them, and its automatic scores
@@ -62,19 +62,19 @@ def record(place: CourseDir, assignment: Assignment, result: Result, timestamp: 
 
     for attempt in range(1, RECORD_ATTEMPTS + 1):
         try:
-            return _record_once(place, assignment, result, timestamp, unanswered)
+            return _record_once(course_dir, assignment, result, timestamp, unanswered)
         except InvalidEntry:
             if attempt == RECORD_ATTEMPTS:
                 raise
 
 
-def _record_once(place: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
+def _record_once(course_dir: CourseDir, assignment: Assignment, result: Result, timestamp: str | None,
                  unanswered: set[str]) -> tuple[float, float, float, float, list]:
     from nbgrader.api import MissingEntry
     from nbgrader.utils import parse_utc
 
     notebook_id = assignment.id
-    with database.gradebook(place) as gb:
+    with database.gradebook(course_dir) as gb:
         gb.update_or_create_student(result.student)
         try:
             submission = gb.find_submission(assignment.id, result.student)
@@ -111,13 +111,13 @@ def replace_file(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
-def write_autograded(course_dir: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:
+def write_autograded(root: Path, assignment: Assignment, result: Result, submitted: Path) -> Path:
     """The notebook nbgrader's feedback and formgrader render: a summary of the verdicts first, then
     the exercises of the released notebook (no hidden checks in it) with the student's answers and
     each test cell's verdict as its output. Every cell nbgrader tracks (answer, test and locked
     cells, metadata intact) is kept; the lesson before the exercises is left out (the released
     notebook has it), so the page leads with what the student did."""
-    release = course_dir / "release" / assignment.id / assignment.notebook_name
+    release = root / "release" / assignment.id / assignment.notebook_name
     nb = nbformat.read(release, as_version=4)
     points: dict[str, float] = {}  # grade id -> points, in the notebook's order
     for cell in nb.cells:
@@ -136,7 +136,7 @@ def write_autograded(course_dir: Path, assignment: Assignment, result: Result, s
             verdict = "passed" if fraction >= 1 else f"not passed: {message}"
             cell.outputs = [new_output("stream", name="stdout", text=f"Grader: {verdict}\n")]
     nb.cells = [nbformat.v4.new_markdown_cell(_summary(assignment, result, points)), *_exercises(nb.cells)]
-    target = course_dir / "autograded" / result.student / assignment.id
+    target = root / "autograded" / result.student / assignment.id
     target.mkdir(parents=True, exist_ok=True)
     replace_file(target / assignment.notebook_name, lambda tmp: nbformat.write(nb, tmp))
     for name in EXCHANGE_FILES:  # nbgrader's feedback and release_feedback file the feedback under these
@@ -187,9 +187,9 @@ def _plain(text: str, limit: int = 600) -> str:
     return (text[:limit] + (" ..." if len(text) > limit else "")).translate(_MARKDOWN)
 
 
-def unanswered(course_dir: Path, assignment: Assignment, result: Result) -> set[str]:
+def unanswered(root: Path, assignment: Assignment, result: Result) -> set[str]:
     """Answer cells left missing or exactly as released (the stub)."""
-    release = nbformat.read(course_dir / "release" / assignment.id / assignment.notebook_name, as_version=4)
+    release = nbformat.read(root / "release" / assignment.id / assignment.notebook_name, as_version=4)
     stubs = {**answer_cells(release), **manual_cells(release)}
     return {g for g, stub in stubs.items() if result.answers.get(g, stub).strip() == stub.strip()}
 

@@ -16,6 +16,7 @@ from utils.comparison import group_records
 
 from . import database
 from .course import Assignment, answer_cells
+from .coursedir import CourseDir
 from .errors import CourseError
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -78,15 +79,15 @@ def load_runs(paths: list[Path]) -> list[list[records.Record]]:
     return runs
 
 
-def _submit(course_dir: Path, student: str, assignment: Assignment, nb: nbformat.NotebookNode) -> str:
+def _submit(root: Path, student: str, assignment: Assignment, nb: nbformat.NotebookNode) -> str:
     """``nb`` as ``student``'s submission, where nbgrader's exchange puts it; returns the student id."""
-    target = course_dir / "submitted" / student / assignment.id
+    target = root / "submitted" / student / assignment.id
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target / assignment.notebook_name)
     return student
 
 
-def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path,
+def write_samples(root: Path, assignment: Assignment, release_dir: Path,
                   runs: list[list[records.Record]] = ()) -> list[str]:
     """Write every sample as ``submitted/sample_<name>/<assignment>/<notebook>``; returns student ids.
     With ``runs`` (each a run's records), sample i carries run i modulo their number's records of
@@ -97,11 +98,11 @@ def write_samples(course_dir: Path, assignment: Assignment, release_dir: Path,
         nb = fill(release_nb, answers)
         if runs:
             nb = carry(nb, [r for r in runs[i % len(runs)] if r.notebook == assignment.id])
-        students.append(_submit(course_dir, f"sample_{name}", assignment, nb))
+        students.append(_submit(root, f"sample_{name}", assignment, nb))
     return students
 
 
-def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: int,
+def write_class(root: Path, assignment: Assignment, release_dir: Path, n: int,
                 prefix: str = "s") -> dict[str, str]:
     """A made-up class: ``n`` submissions cycling through the bundled samples (honest, wrong, broken),
     written as ``submitted/<prefix><i>_<sample>/<assignment>/``; returns student id -> sample name."""
@@ -112,7 +113,7 @@ def write_class(course_dir: Path, assignment: Assignment, release_dir: Path, n: 
     students = {}
     for i in range(n):
         name, answers = samples[i % len(samples)]
-        students[_submit(course_dir, f"{prefix}{i:03d}_{name}", assignment, fill(release_nb, answers))] = name
+        students[_submit(root, f"{prefix}{i:03d}_{name}", assignment, fill(release_nb, answers))] = name
     return students
 
 
@@ -127,7 +128,7 @@ DEMO_STUDENTS = ("alex", "bea", "chidi", "dana")
 DEMO_KINDS = ("correct", "wrong", "broken", "other")
 
 
-def write_demo(course_dir: Path, assignment: Assignment, release_dir: Path,
+def write_demo(root: Path, assignment: Assignment, release_dir: Path,
                runs: list[list[records.Record]] = ()) -> dict[str, str]:
     """The demo class's submissions of ``assignment`` (one of ``DEMO``); returns student id ->
     sample name. "broken" is the bundled broken sample, or, where there is none, the released
@@ -142,17 +143,17 @@ def write_demo(course_dir: Path, assignment: Assignment, release_dir: Path,
         nb = fill(release_nb, samples[name]) if name in samples else release_nb
         if runs:
             nb = carry(nb, [r for r in runs[i % len(runs)] if r.notebook == assignment.id])
-        students[_submit(course_dir, student, assignment, nb)] = name if name in samples else "unanswered"
+        students[_submit(root, student, assignment, nb)] = name if name in samples else "unanswered"
     return students
 
 
-def enroll(place, submissions: list[tuple[str, str]]) -> None:
+def enroll(course_dir: CourseDir, submissions: list[tuple[str, str]]) -> None:
     """Gradebook entries (no grades) for made-up submissions, (student, assignment) pairs, as
-    autograde would make them: for the class report's tests and benchmark. ``place``: a CourseDir."""
+    autograde would make them: for the class report's tests and benchmark."""
     from nbgrader.api import Assignment as Assigned
     from nbgrader.api import Student, SubmittedAssignment
 
-    with database.gradebook(place) as gb:
+    with database.gradebook(course_dir) as gb:
         assigned = {a: Assigned(name=a) for a in sorted({a for _, a in submissions})}
         students = {s: Student(id=s) for s in sorted({s for s, _ in submissions})}
         gb.db.add_all([*assigned.values(), *students.values()])

@@ -43,8 +43,8 @@ def write_notebook(path, payloads: list[list[dict]]) -> None:
     nbformat.write(nb, path)
 
 
-def notebook_path(course_dir, student, assignment=AID, tree="submitted"):
-    return course_dir / tree / student / assignment / f"{assignment}.ipynb"
+def notebook_path(root, student, assignment=AID, tree="submitted"):
+    return root / tree / student / assignment / f"{assignment}.ipynb"
 
 
 # student -> the payloads of their AID notebook; "tree" puts it in autograded/
@@ -62,22 +62,22 @@ CLASS = {
 }
 
 
-def make_class(course_dir, db_url=None) -> CourseDir:
+def make_class(root, db_url=None) -> CourseDir:
     for student, payloads in CLASS.items():
-        write_notebook(notebook_path(course_dir, student, tree="autograded" if student == "stu_d1" else "submitted"),
+        write_notebook(notebook_path(root, student, tree="autograded" if student == "stu_d1" else "submitted"),
                        payloads)
-    notebook_path(course_dir, "stu_broken").parent.mkdir(parents=True)
-    notebook_path(course_dir, "stu_broken").write_bytes(b"this is not JSON")
-    write_notebook(notebook_path(course_dir, "stu_a1", OTHER), [])                            # no records
-    place = CourseDir(course_dir, db_url)
-    enroll(place, [(s, AID) for s in [*CLASS, "stu_broken", "stu_ghost"]] + [("stu_a1", OTHER)])
-    return place
+    notebook_path(root, "stu_broken").parent.mkdir(parents=True)
+    notebook_path(root, "stu_broken").write_bytes(b"this is not JSON")
+    write_notebook(notebook_path(root, "stu_a1", OTHER), [])                                  # no records
+    course_dir = CourseDir(root, db_url)
+    enroll(course_dir, [(s, AID) for s in [*CLASS, "stu_broken", "stu_ghost"]] + [("stu_a1", OTHER)])
+    return course_dir
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
-    place = make_class(tmp_path_factory.mktemp("class"))
-    return place, class_report.gather(place)
+    course_dir = make_class(tmp_path_factory.mktemp("class"))
+    return course_dir, class_report.gather(course_dir)
 
 
 def test_the_aggregates_of_a_class_on_three_devices_with_forged_and_broken_records(synthetic):
@@ -130,14 +130,14 @@ def test_a_device_model_too_few_learners_used_shows_a_count_and_no_figures(synth
         in shown
     with pytest.raises(ValueError, match="at least 1 learner"):
         class_report.report_page(subs, least=0)
-    place, _ = synthetic
-    assert cli.main(["class-report", "--course-dir", str(place.path), "--out", str(tmp_path), "--workers", "1",
+    course_dir, _ = synthetic
+    assert cli.main(["class-report", "--course-dir", str(course_dir.path), "--out", str(tmp_path), "--workers", "1",
                      "--min-learners", "1"]) == 0
     assert "<td>chunked</td><td>1</td><td>1.50x</td>" in (tmp_path / class_report.PAGE).read_text()  # stu_a1's
     rows = list(csv.DictReader((tmp_path / class_report.CSV).open()))
     assert {r["student"] for r in rows if r["device_name"] == CPU} == {"stu_c1", "stu_d1"}   # the CSV keeps all
     with pytest.raises(SystemExit):
-        cli.main(["class-report", "--course-dir", str(place.path), "--min-learners", "0"])
+        cli.main(["class-report", "--course-dir", str(course_dir.path), "--min-learners", "0"])
     assert "is not a whole number of learners" in capsys.readouterr().err
 
 
@@ -148,14 +148,15 @@ def test_plots_are_capped_so_made_up_comparisons_cannot_flood_the_page(synthetic
 
 
 def test_reading_in_several_processes_gives_the_same_class(synthetic, monkeypatch):
-    place, subs = synthetic
+    course_dir, subs = synthetic
     monkeypatch.setattr(class_report, "PARALLEL_FROM", 1)
-    assert class_report.gather(place, workers=2) == subs
+    assert class_report.gather(course_dir, workers=2) == subs
 
 
 def test_the_command_writes_the_report_and_refuses_bad_input_clearly(synthetic, tmp_path, capsys):
-    place, _ = synthetic
-    assert cli.main(["class-report", "--course-dir", str(place.path), "--out", str(tmp_path / "r"), "--workers", "1"]) == 0
+    course_dir, _ = synthetic
+    assert cli.main(["class-report", "--course-dir", str(course_dir.path), "--out", str(tmp_path / "r"),
+                     "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "11 submission(s), 20 record(s) accepted, left out: not a notebook 1" in out
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["class_records.csv", "class_report.html", "students.html"]
@@ -176,15 +177,15 @@ def test_a_postgresql_gradebook_gives_the_same_class(synthetic, tmp_path):
         pytest.fail("PostgreSQL is not installed: run `make env` (it installs Debian's postgresql package)")
     _, subs = synthetic
     with pgserver.local_server() as server:
-        place = make_class(tmp_path, server.database("report"))
-        assert class_report.gather(place) == subs
+        course_dir = make_class(tmp_path, server.database("report"))
+        assert class_report.gather(course_dir) == subs
 
 
 def test_a_class_graded_in_two_shard_folders_is_read_from_both(synthetic, tmp_path, capsys):
     """Each shard keeps its own course directory: half the notebooks are in the other shard's."""
-    place, subs = synthetic
+    course_dir, subs = synthetic
     first, second = tmp_path / "shard0", tmp_path / "shard1"
-    shutil.copytree(place.path, first)
+    shutil.copytree(course_dir.path, first)
     moved = ["stu_a2", "stu_b1", "stu_forger", "stu_d1"]
     for student in moved:
         for tree in class_report.TREES:

@@ -106,9 +106,9 @@ def test_the_course_config_takes_the_shared_gradebook_from_the_environment(shard
     assert sharded.url not in path.read_text()
 
 
-def _prepare_at_once(barrier, course_dir: Path, url: str) -> None:
+def _prepare_at_once(barrier, root: Path, url: str) -> None:
     barrier.wait()
-    course.prepare(CourseDir(course_dir, url), course.find(AID))
+    course.prepare(CourseDir(root, url), course.find(AID))
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def set_up_at_once(postgres, tmp_path_factory):
         grader.start()
     for grader in graders:
         grader.join(timeout=300)
-    return SimpleNamespace(url=url, course_dir=folder / "grader0", exitcodes=[g.exitcode for g in graders])
+    return SimpleNamespace(url=url, root=folder / "grader0", exitcodes=[g.exitcode for g in graders])
 
 
 def test_graders_setting_up_one_new_gradebook_at_the_same_moment_take_turns(set_up_at_once):
@@ -139,8 +139,8 @@ def test_a_lost_race_to_create_the_student_or_the_submission_loses_no_score(set_
     nbgrader refuses each second insert and record() tries again."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    url, course_dir = set_up_at_once.url, set_up_at_once.course_dir
-    release = nbformat.read(course_dir / "release" / AID / f"{AID}.ipynb", as_version=4)
+    url, root = set_up_at_once.url, set_up_at_once.root
+    release = nbformat.read(root / "release" / AID / f"{AID}.ipynb", as_version=4)
     tests = [c.metadata.nbgrader["grade_id"] for c in release.cells
              if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata.nbgrader.get("solution")]
     lost = []
@@ -160,7 +160,7 @@ def test_a_lost_race_to_create_the_student_or_the_submission_loses_no_score(set_
     too_late("find_student", lambda gb: gb.add_student("racer"))
     too_late("find_submission", lambda gb: gb.add_submission(AID, "racer"))
     result = Result("racer", AID, verdicts={t: (1.0, "") for t in tests})
-    assert gradebook.record(CourseDir(course_dir, url), course.find(AID), result, None, set())[:3] == (10.0, 10.0, 0.0)
+    assert gradebook.record(CourseDir(root, url), course.find(AID), result, None, set())[:3] == (10.0, 10.0, 0.0)
     assert lost == ["find_student", "find_submission"]
     assert _scores(url) == {"racer": 10.0}
 
