@@ -179,8 +179,9 @@ class _Ranges(_FunctionMode):
 def _phase(spec, calls, ranges, thrown):
     """A phase of a synthetic step (a plain function, so there is little to read off it).
     spec: [label, steady_ms, first_ms, first_calls, children, raises]. It logs each call (its label, whether
-    the profiler was recording, the ranges open around it, then the ms it took and each child range took:
-    sleeps overshoot on a loaded machine, and the profile shows what they really took), sleeps first_ms on its first `first_calls` calls
+    the profiler was recording, the ranges open around it, then the ms it took and each child range took,
+    and when it started and ended: sleeps overshoot on a loaded machine, and the profile shows what they
+    really took), sleeps first_ms on its first `first_calls` calls
     and steady_ms after that, then opens a range for each [name, ms] in children and sleeps ms in it. With
     raises = k, its k-th call raises instead (the exception is kept in thrown, to tell whether it reaches the
     caller itself)."""
@@ -188,20 +189,22 @@ def _phase(spec, calls, ranges, thrown):
     mine = []
 
     def phase():
+        start = _clock()
         mine.append(1)
-        call = [label, bool(_profiler_enabled()), ranges.names()[-8:], {}]
+        call = [label, bool(_profiler_enabled()), ranges.names()[-8:], {}, [start * 1e3, None]]
         calls.append(call)
         if raises and len(mine) == raises:
             thrown.append(RuntimeError(f"phase {label!r} failed on purpose (the grader's test of errors)"))
             raise thrown[-1]
-        start = _clock()
         _nap(first_ms if len(mine) <= first_calls else steady_ms)
         for name, ms in children:
             with _record_function(name):
                 inner = _clock()
                 _nap(ms)
                 call[3][name] = call[3].get(name, 0.0) + (_clock() - inner) * 1e3
-        call[3][label] = call[3].get(label, 0.0) + (_clock() - start) * 1e3
+        end = _clock()
+        call[3][label] = call[3].get(label, 0.0) + (end - start) * 1e3
+        call[4][1] = end * 1e3
     return phase
 
 
@@ -224,7 +227,7 @@ def find_bottleneck(namespace, inputs):
     def run(case):
         calls, ranges, thrown = [], _Ranges(), []
         phases = {spec[0]: _phase(spec, calls, ranges, thrown) for spec in case["phases"]}
-        raised = None
+        raised, began = None, _clock() * 1e3
         try:
             with ranges:
                 if case["defaults"]:
@@ -234,9 +237,9 @@ def find_bottleneck(namespace, inputs):
         except Exception as exc:  # the raising case expects one; any other case reports it as the answer's error
             result, raised = None, {"type": _type(exc).__name__, "message": _str(exc)[:300],
                                     "propagated": bool(thrown) and exc is thrown[0]}
-        raising = any(spec[5] for spec in case["phases"])
+        finished, raising = _clock() * 1e3, any(spec[5] for spec in case["phases"])
         return {"result": result if _type(result) is str else f"<{_type(result).__name__}>", "raised": raised,
-                "calls": calls[:400], "after": _after(fresh=raising and bool(calls))}
+                "calls": calls[:400], "window": [began, finished], "after": _after(fresh=raising and bool(calls))}
 
     cases = sorted(inputs["cases"].items(), key=lambda item: any(spec[5] for spec in item[1]["phases"]))
     out = {name: attempt(run, case) for name, case in cases}  # the raising case last: it may leave a profiler on
