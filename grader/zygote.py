@@ -243,6 +243,9 @@ def main(control: int, config: dict) -> None:
         message, fds, _, _ = socket.recv_fds(sock, HEADER.size, 2)
         if not message:
             return   # the grader closed the socket: the worker is done
+        message = message.lstrip(b"K")   # a stop request that came after its child had ended
+        if not message:
+            continue
         kind, json_bytes, data_bytes = HEADER.unpack(message + _receive(sock, HEADER.size - len(message)))
         job, data = json.loads(_receive(sock, json_bytes)), _receive(sock, data_bytes)
         if kind != b"J" or len(fds) != 2:

@@ -99,3 +99,21 @@ def feedback_pages(graded_course):
 
     assert cli.main(["feedback", "--course-dir", str(graded_course.dir), "--assignment", AID]) == 0
     return set((graded_course.dir / "feedback").glob("*/*/*.html"))
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (no browser download), for the browser tests."""
+    if CHROMIUM is None:
+        if os.geteuid() == 0:  # `make env` (system-tools) installs it when run as root
+            pytest.fail("chromium is not installed: run `make system-tools` (Debian's package `chromium`)")
+        pytest.skip("chromium is not installed and this user cannot install it: sudo apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield chromium
+        chromium.close()

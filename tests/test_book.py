@@ -11,9 +11,7 @@ import functools
 import html
 import http.server
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -26,7 +24,6 @@ import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium")
 LESSON = "04_training_loop"
 TIPS = [("T054", "04_training_loop"), ("T092", "08_compile_fuse"), ("T106", "11_inference")]
 
@@ -55,20 +52,6 @@ def url(site):
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        if os.geteuid() == 0:  # `make env` (system-tools) installs it when run as root
-            pytest.fail("chromium is not installed: run `make system-tools` (Debian's package `chromium`)")
-        pytest.skip("chromium is not installed and this user cannot install it: sudo apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

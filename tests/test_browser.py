@@ -13,7 +13,6 @@ import csv
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from submissions import interpreter_env
 from utils.distributed import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium")
 TOKEN = "course-browser-test"
 ACTIVE = "#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # the notebook in front
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'  # errors and warnings
@@ -97,20 +95,6 @@ def _wait_until_up(server: subprocess.Popen, status_url: str, log_path: Path, ti
                 return
         time.sleep(0.3)
     raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        if os.geteuid() == 0:  # `make env` (system-tools) installs it when run as root
-            pytest.fail("chromium is not installed: run `make system-tools` (Debian's package `chromium`)")
-        pytest.skip("chromium is not installed and this user cannot install it: sudo apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield chromium
-        chromium.close()
 
 
 def _new_page(browser):
