@@ -189,9 +189,9 @@ def test_a_claim_below_others_is_capped_by_their_gains_in_the_same_run():
     assert claims.evaluate(capped, [("r", [mine, theirs])], [capped, other])[1] == claims.REPRODUCED
     theirs.rows[1].median = theirs.rows[1].round_medians[0] = 2 * MS / 1.2
     findings, overall = claims.evaluate(capped, [("r", [mine, theirs])], [capped, other])
-    assert overall == claims.NOT_REPRODUCED and findings[0].why == "larger than claimed: 1.50x against up to 1.20x"
+    assert overall == claims.NOT_REPRODUCED and findings[0].reason == "larger than claimed: 1.50x against up to 1.20x"
     findings, overall = claims.evaluate(capped, [("r", [mine])], [capped, other])
-    assert overall == claims.NOT_MEASURABLE and findings[0].why == "C996 not measured beside it"
+    assert overall == claims.NOT_MEASURABLE and findings[0].reason == "C996 not measured beside it"
 
 
 def test_a_list_of_variants_is_judged_on_the_fastest_one_present():

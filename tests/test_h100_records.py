@@ -164,20 +164,20 @@ def judged(claim_id, *runs):
 def test_a_gain_below_the_claimed_range_is_smaller_than_claimed_with_both_numbers(full):
     findings, overall = judged("C076", full)
     assert overall == claims.NOT_REPRODUCED
-    assert findings[0].why == "smaller than claimed: 396x against 512x"  # 77% of one per image
+    assert findings[0].reason == "smaller than claimed: 396x against 512x"  # 77% of one per image
     findings, overall = judged("C075", full)
-    assert overall == claims.NOT_REPRODUCED and findings[0].why == "smaller than claimed: 163x against 256x"
+    assert overall == claims.NOT_REPRODUCED and findings[0].reason == "smaller than claimed: 163x against 256x"
 
 
 def test_quick_run_claims_c075_and_c076(quick):
-    assert judged("C076", quick)[0][0].why == "smaller than claimed: 246x against 512x"  # 48% of the claim
-    assert judged("C075", quick)[0][0].why == "smaller than claimed: 135x against 256x"  # 53%
+    assert judged("C076", quick)[0][0].reason == "smaller than claimed: 246x against 512x"  # 48% of the claim
+    assert judged("C075", quick)[0][0].reason == "smaller than claimed: 135x against 256x"  # 53%
 
 
 def test_compiling_is_judged_on_gpu_time_beside_no_grad_and_cudnn_benchmark(full):
     findings, overall = judged("C073", full)
     assert overall == claims.NOT_REPRODUCED
-    assert findings[0].why == "no clear effect"   # judged on GPU time (2.24 → 2.15 ms, within 5%), as its card is
+    assert findings[0].reason == "no clear effect"   # judged on GPU time (2.24 → 2.15 ms, within 5%), as its card is
     # One card alone cannot hold C073 against C023 and C072: it says so instead of "reproduced".
     lines = claim_lines(find(full, "T104"))
     assert any("1.04x in GPU time, not measurable here (C023 and C072 not measured beside it)" in line for line in lines), lines
@@ -206,7 +206,7 @@ def test_quick_num_workers_claims_use_the_1_98x_of_four_workers(quick):
 
 def test_a_host_bound_mixed_precision_claim_is_judged_on_gpu_time(full):
     findings, overall = judged("C056", full)   # judged on GPU time, as its verdict is: 4.36x against 2.75x
-    assert overall == claims.NOT_REPRODUCED and findings[0].why == "larger than claimed: 4.36x against 2.75x"
+    assert overall == claims.NOT_REPRODUCED and findings[0].reason == "larger than claimed: 4.36x against 2.75x"
 
 
 # ---------------------------------------------------------------- the H100 runs of 2026-11-28 (issue 30)
@@ -250,7 +250,7 @@ def test_quick_and_full_give_the_same_claim_verdicts(quick_1128, full_1128):
     compared = 0
     for claim in ledger:
         found = [claims.evaluate(claim, [(name, run)], ledger) for name, run in (("quick", quick_1128), ("full", full_1128))]
-        beside = all(findings and not findings[0].why.endswith("not measured beside it") for findings, _ in found)
+        beside = all(findings and not findings[0].reason.endswith("not measured beside it") for findings, _ in found)
         if beside:   # (full mode ran four notebooks: a claim bounded by one of the other eight is not judged there)
             compared += 1
             assert found[0][0][0].verdict == found[1][0][0].verdict, (claim.id, found)
@@ -266,7 +266,7 @@ def test_c062_gets_one_verdict_in_both_modes_from_gpu_time(quick_1128, full_1128
     verdicts = {name: claims.evaluate(claim, [(name, run)], []) for name, run in (("quick", quick_1128), ("full", full_1128))}
     assert all(findings for findings, _ in verdicts.values()), verdicts
     assert {overall for _, overall in verdicts.values()} == {claims.NOT_REPRODUCED}
-    assert all(findings[0].why == "no clear effect" for findings, _ in verdicts.values())
+    assert all(findings[0].reason == "no clear effect" for findings, _ in verdicts.values())
 
 
 @pytest.mark.parametrize("run", ["quick_1128", "full_1128"])

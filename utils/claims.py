@@ -134,7 +134,7 @@ class Finding:
     device_name: str
     factor: float | None
     verdict: str
-    why: str = ""
+    reason: str = ""      # the verdict in a few words, e.g. "smaller than claimed: 1.2x against 2x"
 
 
 def variants(claim: Claim) -> list[str]:

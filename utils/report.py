@@ -101,7 +101,7 @@ def _claims_section(comparisons: list[Comparison], runs: list[references.Referen
         findings, overall = claims.evaluate(claim, sources)
         measured = "<br>".join(
             html.escape(f"{f.device_name} ({f.run}): {_factor(f.factor)}{f.verdict}"
-                        + (f" ({f.why})" if f.why else "")) for f in findings) or "no measurement"
+                        + (f" ({f.reason})" if f.reason else "")) for f in findings) or "no measurement"
         rows.append(f"<tr><td>{claim.id}</td><td>{claim.tip}</td><td>{html.escape(claim.source)}</td>"
                     f"<td>{html.escape(claim.claim)}</td><td>{html.escape(claim.claimed())}"
                     f"{'<br><i>' + html.escape(claim.condition) + '</i>' if claim.condition else ''}</td>"
