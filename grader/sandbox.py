@@ -17,19 +17,21 @@ block of slots with a lock (``claim_slots``), so runs sharing a machine (shards,
 courses) never share a uid, its process limit or its clean-up.
 
 Results travel back over a pipe, never through a shared file system, and are read with a cap.
+
+``run`` starts a cold sandbox per job (a fresh Python); ``WarmSandbox`` keeps one running per
+grading worker and runs each job in a child that isolates itself (``grader/zygote.py``).
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import fcntl
+import json
 import os
 import resource
 import shutil
-import json
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from utils.paths import REPO_ROOT
+
+from .zygote import HEADER  # the warm sandbox's job header (the zygote itself imports nothing of the grader)
 
 UID_BASE = 61000  # root mode: worker slot k runs as uid/gid UID_BASE + k
 SLOTS_PER_BLOCK = 64  # a grading run claims one block of slots; other runs on the machine take others
@@ -338,7 +342,7 @@ class WarmSandbox:
         results, stderr = os.pipe(), os.pipe()
         body = json.dumps({**job, "wall_s": self.limits.wall_s}).encode()
         try:
-            socket.send_fds(self.sock, [_HEADER.pack(b"J", len(body), len(data))], [results[1], stderr[1]])
+            socket.send_fds(self.sock, [HEADER.pack(b"J", len(body), len(data))], [results[1], stderr[1]])
             self.sock.sendall(body + data)
         except OSError as exc:
             self.close()
@@ -386,7 +390,7 @@ class WarmSandbox:
             return {"reason": str(exc)}
 
     def _log(self) -> str:
-        time.sleep(0.1)
+        time.sleep(0.1)  # the reader of its stderr reaches the end a moment after the process does
         return (self.log[0] if self.log else b"").decode("utf-8", "replace").strip()[-500:] or "(empty)"
 
     def close(self) -> None:
@@ -397,9 +401,6 @@ class WarmSandbox:
         _kill_group(self.proc)
         if os.geteuid() == 0:
             _kill_uid(UID_BASE + self.slot)
-
-
-_HEADER = struct.Struct(">cIQ")  # zygote.HEADER: kind, the JSON's length, the data's length
 
 
 @lru_cache(maxsize=1)
