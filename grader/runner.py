@@ -71,13 +71,9 @@ def run_job(job: dict, inputs: dict, probe_sources: dict, fd: int) -> None:
 
     torch.set_num_threads(1)
 
-    from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
-    from traitlets.config import Config
 
-    config = Config()
-    config.HistoryManager.enabled = False
-    shell = InteractiveShell.instance(config=config, colors="nocolor")
+    shell = make_shell()
     probes: dict = {"__name__": "probes"}  # loaded before any student code, so they hold the real objects
     for name, source in probe_sources.items():
         exec(compile(source, name, "exec"), probes)
@@ -109,6 +105,16 @@ def run_job(job: dict, inputs: dict, probe_sources: dict, fd: int) -> None:
         except BaseException:  # student code may have replaced the stream
             pass
     exit_now(0)  # skips interpreter teardown (about 0.5 s with torch loaded): everything is sent
+
+
+def make_shell():
+    """The IPython shell the cells run in (one per process: a warm sandbox makes it before it forks)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    return InteractiveShell.instance(config=config, colors="nocolor")
 
 
 def _write_all(fd: int, data: bytes) -> None:
