@@ -321,20 +321,19 @@ class PythonFrames:
         events = [e for e in prof.events() if e.device_type == CPU]
         self.frames = sorted((e for e in events if FRAME.match(e.name)), key=lambda e: e.time_range.start)
         self.starts = [f.time_range.start for f in self.frames]
-        self.threads = {f.thread for f in self.frames}
         self.stacks = sum(1 for e in events if e.stack)
         self.recorded = bool(self.frames) or self.stacks > 0
         self.note = None if self.recorded else NO_FRAMES_WHY.format(version=torch.__version__.split("+")[0])
 
     def around(self, event) -> str | None:
-        """The innermost frame outside torch whose time range holds the operator's: on the
-        operator's thread where the profile has frames on it (one thread's events nest in time),
-        else on any thread."""
+        """The innermost frame outside torch, on the operator's thread, whose time range holds the
+        operator's (one thread's events nest in time); None where that thread recorded none. Never
+        a frame of another thread: a helper thread that waits or polls all along (a progress bar's,
+        a loader's) has frames holding every operator too."""
         start, end = event.time_range.start, event.time_range.end
-        same_thread = event.thread in self.threads
         for index in range(bisect.bisect_right(self.starts, start) - 1, -1, -1):
             frame = self.frames[index]
-            if frame.time_range.end >= end and (frame.thread == event.thread or not same_thread):
+            if frame.thread == event.thread and frame.time_range.end >= end:
                 found = _own_frame(frame.name)
                 if found:
                     return found
