@@ -9,6 +9,7 @@ as on one with a GPU in use (tests/hosts.py; the probe runs release() as on a ma
 GPU, utils.simulated_cuda.without_cuda). On a machine with CUDA the same answers also run against
 the real allocator.
 """
+import functools
 import gc
 
 import pytest
@@ -143,7 +144,21 @@ WRONG = {  # name -> (answer, a phrase the check's message must contain)
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _frozen_heap():
+    """The probe calls gc.collect() several times per answer, and in the test process each call
+    walks every object the session has made so far (a fifth of a second or more). Objects that
+    exist before this module runs are frozen (gc.freeze), so a collection walks only the answer's."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+@functools.cache
 def _grade(source: str, host: str = "this_machine") -> dict:
+    """The release tests' verdicts for one answer on one host, graded once per session (the
+    same-verdicts test below compares the gradings the other tests made)."""
     namespace = {"torch": torch}
     exec(compile(source, "<answer>", "exec"), namespace)
     with HOSTS[host]():
