@@ -5,7 +5,7 @@ import os
 import time
 import tracemalloc
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import nbformat
 import pytest
@@ -37,12 +37,12 @@ def write_notebook(path, datas: list) -> None:
 
 
 def test_a_card_carries_its_records_as_the_jsonl_holds_them(quick_bench, records_file, tmp_path):
-    options = dict(why="T005-threads", facts={"threads": 1}, memory=False)
+    options = quick_bench.Options(why="T005-threads", facts={"threads": 1}, memory=False)
     card = quick_bench.compare("T005", ("slow", lambda: sum(range(2000))), ("fast", lambda: sum(range(500))),
-                               rate=("GB/s", 1e-6), **options)
+                               options=replace(options, rate=("GB/s", 1e-6)))
     sweep = quick_bench.sweep("T005", "n", [100, 400], lambda n: [("slow", lambda: sum(range(2 * n))),
                                                                   ("fast", lambda: sum(range(n)))],
-                              title="sums", rate=("GB/s", lambda n: n / 1e9), **options)
+                              rate=("GB/s", lambda n: n / 1e9), options=replace(options, title="sums"))
     datas = [displayed(card), displayed(sweep)]
     # The learner's view is unchanged: the same HTML and text, the records beside them.
     assert datas[0]["text/html"] == card._repr_html_() and datas[0]["text/plain"] == repr(card)
@@ -56,9 +56,10 @@ def test_a_card_carries_its_records_as_the_jsonl_holds_them(quick_bench, records
 
 
 def test_nothing_recorded_nothing_carried(quick_bench, records_file):
-    card = quick_bench.compare("T005", ("a", lambda: 1), ("b", lambda: 2), record=False, memory=False,
-                               why="T005-threads", facts={"threads": 1}, rate=("GB/s", 1e-6))
-    unmeasured = quick_bench.compare("T005", ("a", lambda: 1), ("b", lambda: 2), needs="cuda", why="T005-threads")
+    card = quick_bench.compare("T005", ("a", lambda: 1), ("b", lambda: 2), options=quick_bench.Options(
+        record=False, memory=False, why="T005-threads", facts={"threads": 1}, rate=("GB/s", 1e-6)))
+    unmeasured = quick_bench.compare("T005", ("a", lambda: 1), ("b", lambda: 2),
+                                     options=quick_bench.Options(needs="cuda", why="T005-threads"))
     assert records.MIME not in displayed(card)
     if type(unmeasured).__name__ == "Unmeasured":  # on a CUDA machine it was measured
         assert records.MIME not in displayed(unmeasured)

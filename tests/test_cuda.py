@@ -59,10 +59,10 @@ def test_timing_on_a_second_gpu_waits_for_that_gpu(quick_bench):
 def test_launch_bound_detector_tells_launches_from_work(quick_bench, x):
     tiny = torch.rand(16, device="cuda")
     launches = bench.compare("T000", ("add", lambda: tiny + 1), ("mul", lambda: tiny * 2),
-                             device="cuda", memory=False, record=False)
+                             options=bench.Options(device="cuda", memory=False, record=False))
     assert launches.launch_bound() and launches.verdict("mul").kind == "launch-bound"
     work = bench.compare("T000", ("two matmuls", lambda: (x @ x, x @ x)), ("one matmul", lambda: x @ x),
-                         device="cuda", memory=False, record=False)
+                         options=bench.Options(device="cuda", memory=False, record=False))
     assert work.launch_bound() is None and work.baseline.device_s > 1e-3
     assert work.verdict("one matmul").kind == "faster"
 
@@ -71,7 +71,7 @@ def test_pinned_copies_beat_pageable_ones(quick_bench):
     pageable = torch.randn(64 * MiB // 4)
     pinned = pageable.pin_memory()
     c = bench.compare("T017", ("pageable", lambda: pageable.to("cuda")), ("pinned", lambda: pinned.to("cuda")),
-                      device="cuda", memory=False, record=False, about_overhead=True)
+                      options=bench.Options(device="cuda", memory=False, record=False, about_overhead=True))
     assert c.speedup(c.row("pinned")) > 1.3, c
 
 
@@ -90,8 +90,8 @@ def test_side_stream_copy_overlaps_compute(quick_bench, x):
         batch.record_stream(torch.cuda.current_stream())
         return batch, out
 
-    c = bench.compare("T016", ("one stream", serial), ("side stream", overlapped), device="cuda",
-                      memory=False, record=False, about_overhead=True)
+    c = bench.compare("T016", ("one stream", serial), ("side stream", overlapped),
+                      options=bench.Options(device="cuda", memory=False, record=False, about_overhead=True))
     assert c.speedup(c.row("side stream")) > 1.1, c
 
 
@@ -132,7 +132,7 @@ def test_a_timeline_agrees_with_its_cards_median(quick_bench, x):
         for _ in range(4):
             total += (x @ x).sum()
         return total.item()
-    card = bench.compare("T900", ("loop", loop), ("again", loop), device="cuda", record=False)
+    card = bench.compare("T900", ("loop", loop), ("again", loop), options=bench.Options(device="cuda", record=False))
     shown = bench.timeline("T900", ("loop", loop), title="t", device="cuda")
     span = max(s.end for s in shown.spans) - min(s.start for s in shown.spans)
     row = card.baseline
@@ -146,8 +146,8 @@ def test_a_cpu_row_beside_gpu_rows_is_recorded_on_the_gpu_with_its_own_device(qu
     from utils import records
 
     host = torch.rand(1024, 1024)
-    result = bench.compare("T105", ("GPU", lambda: x @ x), ("CPU", lambda: host @ host), title="mixed", device="cuda",
-                           devices={"CPU": "cpu"}, memory=False)
+    result = bench.compare("T105", ("GPU", lambda: x @ x), ("CPU", lambda: host @ host),
+                           options=bench.Options(title="mixed", device="cuda", devices={"CPU": "cpu"}, memory=False))
     assert result.device.startswith("cuda") and result.on_gpu
     assert result.rows[0].device_s > 0 and result.rows[1].device_s is None
     assert [r.runs_on.split(":")[0] for r in records.load(records_file)] == ["cuda", "cpu"]

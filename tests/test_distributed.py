@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from utils import distributed
+from utils import bench, distributed
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="run_ranks forks")
 
@@ -142,7 +142,14 @@ def _refuses():
 def _compared():
     t = torch.ones(1)
     return distributed.compare("T095", ("all_reduce", lambda: dist.all_reduce(t)), ("alone", lambda: t + 1),
-                               alone=("alone",), title="lockstep", memory=False, record=False)
+                               alone=("alone",), options=bench.Options(title="lockstep", memory=False, record=False))
+
+
+def test_compare_takes_bench_options_and_the_ranks_device():
+    with pytest.raises(TypeError, match=r"pass options=bench.Options\(memory=...\)"):
+        distributed.compare("T095", ("a", lambda: 1), ("b", lambda: 2), memory=False)
+    with pytest.raises(ValueError, match=r"runs on each rank's device \(rank_device\(\)\), not on options.device='cuda'"):
+        distributed.compare("T095", ("a", lambda: 1), ("b", lambda: 2), options=bench.Options(device="cuda"))
 
 
 def test_ranks_run_notebook_functions_on_a_torchrun_job(monkeypatch):

@@ -120,9 +120,9 @@ def test_a_tip_about_another_figure_leads_with_it():
 
 def test_compare_refuses_a_metric_it_cannot_show(quick_bench):
     with pytest.raises(ValueError, match="give no such figure"):
-        bench.compare("T900", ("a", lambda: 1), ("b", lambda: 2), metric="error", record=False)
+        bench.compare("T900", ("a", lambda: 1), ("b", lambda: 2), options=bench.Options(metric="error", record=False))
     with pytest.raises(ValueError, match="needs the peak memory"):
-        bench.compare("T900", ("a", lambda: 1), ("b", lambda: 2), metric="memory", memory=False, record=False)
+        bench.Options(metric="memory", memory=False, record=False)
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -188,17 +188,19 @@ def test_an_unmeasured_demo_says_what_it_needs_and_invents_nothing(tables):
 def test_compare_with_needs_times_nothing_on_another_device(tables, quick_bench, records_file):
     def fail():
         raise AssertionError("a demo that needs CUDA must not run on the CPU")
-    shown = bench.compare("T900", ("base", fail), ("tip", fail), title="a demo", device="cpu", needs="cuda")
+    shown = bench.compare("T900", ("base", fail), ("tip", fail),
+                          options=bench.Options(title="a demo", device="cpu", needs="cuda"))
     assert isinstance(shown, Unmeasured) and not records_file.exists()
     with pytest.raises(ValueError, match="needs must be one of"):
-        bench.compare("T900", ("base", fail), ("tip", fail), device="cpu", needs="tpu")
+        bench.Options(device="cpu", needs="tpu")
 
 
 def test_a_sweep_shows_its_ratios_by_size_and_draws_curves(tables, quick_bench):
     work = {n: torch.rand(n) for n in (1_000, 100_000)}
     sweep = bench.sweep("T900", "n", [1_000, 100_000], lambda n: [("sum twice", lambda: work[n].sum() + work[n].sum()),
                                                                   ("sum once", lambda: work[n].sum())],
-                        title="a demo", device="cpu", record=False, rate=("Melem/s", lambda n: n / 1e6), why="T900-sweep")
+                        rate=("Melem/s", lambda n: n / 1e6),
+                        options=bench.Options(title="a demo", device="cpu", record=False, why="T900-sweep"))
     assert isinstance(sweep, SweepResult) and len(sweep.comparisons) == 2
     assert sweep.headline().startswith("sum once on CPU") and "at 1000" in sweep.headline()
     page = sweep._repr_html_()
@@ -239,7 +241,7 @@ def test_source_names_are_learner_words():
 
 def test_sweep_needs_two_values():
     with pytest.raises(ValueError, match="at least two values"):
-        bench.sweep("T900", "n", [1], lambda n: [], title="t")
+        bench.sweep("T900", "n", [1], lambda n: [], options=bench.Options(title="t"))
     assert isinstance(SweepResult("T900", "t", "n", [], []), Sweep)
 
 

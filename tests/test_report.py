@@ -18,8 +18,10 @@ def no_reference_runs(tmp_path, monkeypatch):
 
 def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_file, tmp_path):
     x = torch.rand(64, 64)
-    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first", sizes={"N": 64})
-    bench.compare("T944", ("a", lambda: x + 1, {"parameters": 5}), ("b", lambda: x * 2), title="second")
+    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x),
+                  options=bench.Options(title="first", sizes={"N": 64}))
+    bench.compare("T944", ("a", lambda: x + 1, {"parameters": 5}), ("b", lambda: x * 2),
+                  options=bench.Options(title="second"))
     executed = tmp_path / "executed" / "03_x.html"
     executed.parent.mkdir()
     executed.write_text("<html></html>")
@@ -38,8 +40,8 @@ def test_report_shows_every_comparison_with_table_and_plot(quick_bench, records_
 
 def test_cards_drawn_by_worker_processes_are_the_cards_drawn_in_order(quick_bench, records_file, tmp_path):
     x = torch.rand(64, 64)
-    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), title="first")
-    bench.compare("T944", ("a", lambda: x + 1), ("b", lambda: x * 2), title="second")
+    bench.compare("T913", ("slow", lambda: x @ x @ x), ("fast", lambda: x @ x), options=bench.Options(title="first"))
+    bench.compare("T944", ("a", lambda: x + 1), ("b", lambda: x * 2), options=bench.Options(title="second"))
     in_order = build_report(records_file, tmp_path / "a.html").read_text()
     with workers() as pool:
         pooled = build_report(records_file, tmp_path / "b.html", map_=pool.map).read_text()

@@ -1,4 +1,5 @@
 import contextlib
+import dataclasses
 import json
 import queue
 import threading
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 from utils import bench, records
+from utils.comparison import Timing
 from utils.present import Result
 
 
@@ -20,7 +22,8 @@ def small():
 
 
 def test_compare_finds_the_faster_variant(quick_bench, records_file):
-    result = bench.compare("T000", ("100x more work", big), ("less work", small), title="work", device="cpu")
+    result = bench.compare("T000", ("100x more work", big), ("less work", small),
+                           options=bench.Options(title="work", device="cpu"))
     assert [r.label for r in result.rows] == ["100x more work", "less work"]
     assert result.speedup(result.baseline) == 1.0
     assert result.speedup(result.rows[1]) > 5  # 100x less work: even a noisy machine shows it
@@ -31,7 +34,8 @@ def test_compare_finds_the_faster_variant(quick_bench, records_file):
 def test_same_op_measured_twice_agrees_within_the_iqr():
     a, b = torch.rand(256, 256), torch.rand(256, 256)
     bench.configure(False)  # full mode: several interleaved rounds
-    result = bench.compare("T000", ("first", lambda: a @ b), ("second", lambda: a @ b), memory=False, record=False)
+    result = bench.compare("T000", ("first", lambda: a @ b), ("second", lambda: a @ b),
+                           options=bench.Options(memory=False, record=False))
     first, second = result.rows
     # Interleaved rounds share the machine's noise; a missing warm-up or a biased order would show
     # as a gap far beyond the spread. The 25% floor keeps a busy shared host from failing the test.
@@ -46,7 +50,7 @@ def test_timer_uses_all_threads_not_timers_default_of_one():
 
 def test_records_one_line_per_variant(quick_bench, records_file):
     bench.compare("T044", ("a", small, {"parameters": 10}), ("b", small, {"parameters": 8}),
-                  title="demo", sizes={"N": 3}, device="cpu")
+                  options=bench.Options(title="demo", sizes={"N": 3}, device="cpu"))
     lines = [json.loads(line) for line in records_file.read_text().splitlines()]
     assert [(r["tip"], r["variant"], r["role"]) for r in lines] == [("T044", "a", "baseline"), ("T044", "b", "variant")]
     assert lines[0]["comparison"] == lines[1]["comparison"]
@@ -58,15 +62,15 @@ def test_records_one_line_per_variant(quick_bench, records_file):
 
 
 def test_record_false_and_disabled_recording_write_nothing(quick_bench, records_file, monkeypatch):
-    bench.compare("T000", ("a", small), ("b", small), record=False, memory=False)
+    bench.compare("T000", ("a", small), ("b", small), options=bench.Options(record=False, memory=False))
     assert not records_file.exists()
     monkeypatch.setenv("COURSE_RECORDS", "")
-    bench.compare("T000", ("a", small), ("b", small), memory=False)
+    bench.compare("T000", ("a", small), ("b", small), options=bench.Options(memory=False))
     assert records.records_path() is None and not records_file.exists()
 
 
 def test_comparison_renders_table_and_plot(quick_bench):
-    result = bench.compare("T000", ("a", small), ("b", small), title="render <me>", record=False)
+    result = bench.compare("T000", ("a", small), ("b", small), options=bench.Options(title="render <me>", record=False))
     page = result._repr_html_()
     assert '<div class="course-card">' in page and "render &lt;me&gt;" in page
     assert result.headline() in repr(result) and "<table>" in page
@@ -75,7 +79,7 @@ def test_comparison_renders_table_and_plot(quick_bench):
 
 
 def test_comparison_round_trips_through_records(quick_bench, records_file):
-    original = bench.compare("T000", ("a", small, {"k": 1}), ("b", big), sizes={"N": 1})
+    original = bench.compare("T000", ("a", small, {"k": 1}), ("b", big), options=bench.Options(sizes={"N": 1}))
     rebuilt = Result.from_records(records.load(records_file))
     assert rebuilt.table_rows() == original.table_rows()
     assert rebuilt.caption() == original.caption()
@@ -90,12 +94,90 @@ def test_comparison_round_trips_through_records(quick_bench, records_file):
 ])
 def test_bad_arguments_get_clear_errors(quick_bench, args, error):
     with pytest.raises(error):
-        bench.compare("T000", *args, record=False)
+        bench.compare("T000", *args, options=bench.Options(record=False))
 
 
 def test_tip_id_is_required(quick_bench):
     with pytest.raises(ValueError, match="curriculum ID"):
         bench.compare("", ("a", small), ("b", small))
+
+
+@pytest.mark.parametrize("fields,error,message", [
+    ({"rate": ("GB/s",)}, TypeError, r"rate must be \(unit, work per call\), e.g. \('GB/s', 0.27\); got \('GB/s',\)"),
+    ({"rate": ("GB/s", "0.27")}, TypeError, r"rate must be \(unit, work per call\)"),
+    ({"rate": (0.27, "GB/s")}, TypeError, r"rate must be \(unit, work per call\)"),
+    ({"needs": "tpu"}, ValueError, r"needs must be one of \['cuda', 'gpu'\], got 'tpu'"),
+    ({"metric": "memory", "memory": False}, ValueError, "metric='memory' needs the peak memory: drop memory=False"),
+    ({"ahead": {"b": -1}}, ValueError, r"ahead\['b'\] must be a number of calls \(an int >= 0\), got -1"),
+])
+def test_options_check_each_field_when_made(fields, error, message):
+    with pytest.raises(error, match=message):
+        bench.Options(**fields)
+
+
+def test_options_are_keywords_only_and_frozen():
+    with pytest.raises(TypeError):
+        bench.Options("a title")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bench.Options().title = "a title"
+
+
+def test_compare_checks_what_needs_the_labels():
+    with pytest.raises(ValueError, match=r"headline must name a variant after the baseline, one of \['b'\]; got 'a'"):
+        bench.compare("T000", ("a", small), ("b", small), options=bench.Options(headline="a"))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: bench.compare("T000", ("a", small), ("b", small), title="old", device="cpu"),
+     r"compare\(\) takes its options as one value: pass options=bench.Options\(title=..., device=...\)"),
+    (lambda: bench.sweep("T000", "n", [1, 2], lambda n: [("a", small), ("b", small)], title="old", rate=None),
+     r"sweep\(\) takes its options as one value: pass options=bench.Options\(title=...\)"),
+    (lambda: bench.compare("T000", ("a", small), ("b", small), options={"title": "old"}),
+     r"compare\(\): options must be a bench.Options, got dict"),
+])
+def test_an_old_style_keyword_says_to_pass_options(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
+def test_a_sweep_needs_a_title_and_takes_its_rate_itself():
+    def variants(n):
+        return [("a", small), ("b", small)]
+    with pytest.raises(ValueError, match="a sweep needs a title"):
+        bench.sweep("T000", "n", [1, 2], variants)
+    with pytest.raises(ValueError, match=r"pass sweep\(..., rate=\(unit, work\)\), not Options\(rate=...\)"):
+        bench.sweep("T000", "n", [1, 2], variants, options=bench.Options(title="t", rate=("GB/s", 1.0)))
+
+
+def made_up_timings(variants, device, memory, row_devices=None, ahead=None):
+    """In place of a measurement: variant i takes i ms a call."""
+    return [Timing(label, 1e-3 * i, 1e-4, 20, 1000 * i if memory else None, "allocator" if memory else None,
+                   dict(extra), [1e-3 * i] * 2, None, 0.95e-3 * i, 1.05e-3 * i)
+            for i, (label, _, extra) in enumerate(variants, start=1)]
+
+
+def test_options_give_the_records_the_keywords_gave(quick_bench, records_file, monkeypatch):
+    """The records that compare(..., title=..., sizes=..., ...) wrote before Options, for the same inputs."""
+    monkeypatch.setattr(bench, "_measure_interleaved", made_up_timings)
+    monkeypatch.setenv("COURSE_NOTEBOOK", "x.ipynb")
+    options = bench.Options(title="demo", sizes={"N": 3}, why="T044", headline="b", facts={"x": 1.5},
+                            rate=("GB/s", 2.0), about_overhead=True, host=True)
+    result = bench.compare("T044", ("a", small, {"parameters": 10}), ("b", small, {"parameters": 8}), options=options)
+    shared = {"tip": "T044", "title": "demo", "device": "cpu", "sizes": {"N": 3}, "runs": 20, "iqr_s": 1e-4,
+              "memory_method": "allocator", "notebook": "x.ipynb", "quick": True, "device_s": None,
+              "about_overhead": True, "host": True, "sizes_spec": None, "why": "T044", "headline_variant": "b",
+              "facts": {"baseline_rate": "2,000 GB/s", "variant_rate": "1,000 GB/s", "x": "1.5"},
+              "variant_device": "cpu", "metric": ""}
+    rows = [{"variant": "a", "role": "baseline", "median_s": 1e-3, "speedup": 1.0, "peak_bytes": 1000,
+             "extra": {"GB/s": "2,000", "parameters": 10}, "round_medians": [1e-3, 1e-3], "verdict": "baseline"},
+            {"variant": "b", "role": "variant", "median_s": 2e-3, "speedup": 0.5, "peak_bytes": 2000,
+             "extra": {"GB/s": "1,000", "parameters": 8}, "round_medians": [2e-3, 2e-3], "verdict": "slower"}]
+    written = records.load(records_file)
+    assert [{k: dataclasses.asdict(r)[k] for k in {**shared, **row}} for r, row in zip(written, rows)] == \
+        [{**shared, **row} for row in rows]
+    assert result.records == written and result.headline().startswith("b: 2.00x the time of a on CPU")
+    default, none = (bench.compare("T000", ("a", small), ("b", small), options=o) for o in (bench.Options(), None))
+    assert default == none
 
 
 @pytest.mark.parametrize("seconds,text", [(2.5, "2.5 s"), (0.0123, "12.3 ms"), (4.2e-6, "4.2 µs"), (3e-9, "3 ns")])
@@ -144,8 +226,8 @@ def fake_gpu(monkeypatch):
 def test_a_cpu_baseline_beside_a_gpu_variant_is_recorded_per_variant(quick_bench, records_file, fake_gpu):
     """The H100 run recorded T081's nvJPEG decode and T105's GPU serving as 'cpu' (host=True around
     GPU work), so their captions said CPU and claim C074 was 'about GPUs' and unmeasurable."""
-    result = bench.compare("T105", ("CPU, all threads", big), ("GPU", small), title="serve", device="cuda",
-                           devices={"CPU, all threads": "cpu"}, memory=True)
+    result = bench.compare("T105", ("CPU, all threads", big), ("GPU", small), options=bench.Options(
+        title="serve", device="cuda", devices={"CPU, all threads": "cpu"}, memory=True))
     assert (result.device, result.device_name, result.on_gpu) == ("cuda", "Fake GPU", True)
     cpu_row, gpu_row = result.rows
     assert cpu_row.device_s is None and gpu_row.device_s == 2e-3   # no GPU time for a row that ran on the CPU
@@ -160,17 +242,19 @@ def test_a_cpu_baseline_beside_a_gpu_variant_is_recorded_per_variant(quick_bench
 
 
 def test_variants_on_one_device_record_it_and_get_no_device_column(quick_bench, records_file, fake_gpu):
-    result = bench.compare("T000", ("a", small), ("b", small), title="same device", device="cuda", memory=False)
+    result = bench.compare("T000", ("a", small), ("b", small),
+                           options=bench.Options(title="same device", device="cuda", memory=False))
     assert all(bench.RUNS_ON not in row for row in result.table_rows())
     assert [row.device_s for row in result.rows] == [2e-3, 2e-3]
     assert [(r.device, r.runs_on) for r in records.load(records_file)] == [("cuda", "cuda")] * 2
-    host = bench.compare("T000", ("a", small), ("b", small), title="host side", device="cuda", host=True, memory=False)
+    host = bench.compare("T000", ("a", small), ("b", small),
+                         options=bench.Options(title="host side", device="cuda", host=True, memory=False))
     assert host.device == "cpu" and [row.device_s for row in host.rows] == [None, None]
 
 
 def test_a_sweep_with_a_gpu_variant_is_the_gpus(quick_bench, fake_gpu):
-    swept = bench.sweep("T000", "n", [1, 2], lambda n: [("CPU", small), ("GPU", small)], title="sweep",
-                        devices={"CPU": "cpu", "GPU": "cuda"}, needs="cuda", record=False)
+    swept = bench.sweep("T000", "n", [1, 2], lambda n: [("CPU", small), ("GPU", small)], options=bench.Options(
+        title="sweep", devices={"CPU": "cpu", "GPU": "cuda"}, needs="cuda", record=False))
     assert [c.device for c in swept.comparisons] == ["cuda", "cuda"]
 
 
@@ -259,8 +343,8 @@ def test_a_variant_that_works_ahead_is_timed_in_its_steady_state(quick_bench):
 
     try:
         result = bench.compare("T094", ("baseline", logged("baseline", lambda: time.sleep(10e-3))),
-                               ("workers", logged("workers", loader.step)), memory=False, record=False,
-                               ahead={"workers": 8})
+                               ("workers", logged("workers", loader.step)),
+                               options=bench.Options(memory=False, record=False, ahead={"workers": 8}))
     finally:
         loader.close()
     workers = result.rows[1]
@@ -277,4 +361,4 @@ def test_a_variant_that_works_ahead_is_timed_in_its_steady_state(quick_bench):
                                          ({"b": 1.5}, "int >= 0"), ({"b": True}, "int >= 0")])
 def test_ahead_must_name_a_variant_and_count_calls(quick_bench, ahead, error):
     with pytest.raises(ValueError, match=error):
-        bench.compare("T000", ("a", small), ("b", small), record=False, ahead=ahead)
+        bench.compare("T000", ("a", small), ("b", small), options=bench.Options(record=False, ahead=ahead))

@@ -154,7 +154,7 @@ def test_memory_verdicts():
 
 def test_table_has_a_verdict_column_and_the_note_says_what_memory_counts(quick_bench):
     x = torch.rand(128, 128)
-    c = bench.compare("T000", ("three", lambda: x @ x @ x), ("one", lambda: x @ x), record=False)
+    c = bench.compare("T000", ("three", lambda: x @ x @ x), ("one", lambda: x @ x), options=bench.Options(record=False))
     assert [r["verdict"] for r in c.table_rows()][0] == "baseline"
     assert "2 interleaved rounds" in c.footnote() and "torch.profiler" in c.footnote()
     assert len(c.baseline.round_medians) == 2 and c.baseline.device_s is None
@@ -165,7 +165,7 @@ def test_a_real_gap_is_found_faster_in_quick_mode(quick_bench):
     # make it wait for a second thread: the verdict must say "faster", from two interleaved rounds.
     big, small = torch.rand(4_000_000), torch.rand(10_000)
     c = bench.compare("T000", ("100x the work", lambda: big.sum()), ("less work", lambda: small.sum()),
-                      memory=False, record=False)
+                      options=bench.Options(memory=False, record=False))
     assert c.verdict("less work").kind == "faster", c
 
 

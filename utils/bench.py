@@ -13,12 +13,16 @@ and kernel launches, and ``utils.verdict`` says so instead of judging the tip.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import inspect
 import math
 import numbers
 import os
 import time
 import warnings
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import torch
 
@@ -261,82 +265,160 @@ def _normalize(variant) -> tuple[str, Callable[[], object], dict]:
     return label, fn, extra
 
 
-def compare(tip: str, baseline, *variants, title: str = "", sizes: dict | None = None,
-            device: torch.device | str = "cpu", memory: bool = True, record: bool = True,
-            about_overhead: bool = False, host: bool = False, why: str = "", headline: str = "",
-            facts: dict | None = None, needs: str | None = None, rate: tuple | None = None,
-            devices: dict | None = None, ahead: dict | None = None, metric: str = "") -> Result | Unmeasured:
-    """Measure a baseline and the tip's variant(s) side by side; record and return the result.
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """How ``compare`` measures, judges, records and shows a comparison (``sweep`` forwards them to
+    ``compare`` at every value). Checks that need the variants' labels are ``compare``'s."""
+    title: str = ""                 # the card's title (default: the tip)
+    sizes: dict | None = None       # a dict, or a Sizes from bench.sizes: then a reference run is shown
+                                    # only if it used the sizes this notebook picks for its device
+    device: torch.device | str = "cpu"
+    memory: bool = True             # also measure each variant's peak memory
+    record: bool = True             # append the rows to the records file
+    about_overhead: bool = False    # the tip's point is host-side overhead (sync points, launches)
+    host: bool = False              # a host-side comparison: it runs on the CPU whatever ``device`` says
+    why: str = ""                   # the key of its explanations in utils/why (default: the tip)
+    headline: str = ""              # the variant the headline is about (default: the first after the baseline)
+    facts: dict | None = None       # further figures those explanations may quote
+    # "cuda" (or "gpu": CUDA or MPS): a demo other devices cannot run; there nothing is timed, and the
+    # card says what the demo would measure and shows the reference runs that did
+    needs: str | None = None
+    # (unit, work per call): each variant's throughput, work / median in unit (("GB/s", nbytes / 1e9)),
+    # in its row and as the facts baseline_rate and variant_rate
+    rate: tuple | None = None
+    # label -> the device that variant runs on when it is not ``device`` (a CPU baseline beside GPU
+    # variants: {"CPU, all threads": "cpu"}). A comparison with a variant on a GPU is that GPU's; each
+    # record keeps its variant's own device. Variants on different devices get a "runs on" column, no
+    # GPU time on the CPU, and no peak memory.
+    devices: dict | None = None
+    # label -> how many calls' worth of work that variant prepares in the background (an endless
+    # DataLoader's num_workers * prefetch_factor batches). Interleaved with the others it would refill
+    # while they run and serve its rounds from the buffer, and its workers would slow the next variant:
+    # so that many untimed calls empty the buffer before each of its rounds, each timed block spans at
+    # least that many calls (workers started together hand over batches in bursts), and after each
+    # round the measurement waits while the buffer refills.
+    ahead: dict | None = None
+    metric: str = ""                # what the tip is about: "time" (""), "memory", or a column of the rows
+
+    def __post_init__(self):
+        rate = self.rate
+        if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str)
+                                 or not isinstance(rate[1], numbers.Real)):
+            raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
+        _check_needs(self.needs)
+        if self.metric == "memory" and not self.memory:
+            raise ValueError("metric='memory' needs the peak memory: drop memory=False")
+        for label, calls in (self.ahead or {}).items():
+            if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+                raise ValueError(f"ahead[{label!r}] must be a number of calls (an int >= 0), got {calls!r}")
+
+
+def takes_options(fn: Callable) -> Callable:
+    """``fn`` takes its settings as one ``options=Options(...)``: one of ``Options``' keywords passed to
+    ``fn`` itself (the style before there was one), or options of another type, fail with a TypeError
+    that says so."""
+    own = set(inspect.signature(fn).parameters)
+    fields = {f.name for f in dataclasses.fields(Options)}
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        moved = [name for name in kwargs if name in fields and name not in own]
+        if moved:
+            wanted = ", ".join(f"{name}=..." for name in moved)
+            raise TypeError(f"{fn.__name__}() takes its options as one value: pass options=bench.Options({wanted})")
+        if not isinstance(kwargs.get("options"), (Options, type(None))):
+            raise TypeError(f"{fn.__name__}(): options must be a bench.Options, "
+                            f"got {type(kwargs['options']).__name__}")
+        return fn(*args, **kwargs)
+    return call
+
+
+class _Plan(NamedTuple):
+    """What ``compare`` measures, once its arguments are checked."""
+    variants: list[tuple[str, Callable[[], object], dict]]   # (label, fn, extra), baseline first
+    device: torch.device                                      # the comparison's
+    row_devices: list[torch.device]                           # each variant's
+    ahead: list[int]                                          # each variant's ahead count
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for label, _, _ in self.variants]
+
+
+@takes_options
+def compare(tip: str, baseline, *variants, options: Options | None = None) -> Result | Unmeasured:
+    """Measure a baseline and the tip's variant(s) side by side; record and return the result (it
+    shows as a card in Jupyter). ``options``: an ``Options`` (default: ``Options()``).
 
     Each of ``baseline`` and ``variants`` is ``(label, fn)`` or ``(label, fn, extra)`` where
     ``fn`` takes no arguments and ``extra`` holds other figures for the table (e.g. a
-    parameter count). ``sizes`` is a dict, or a ``Sizes`` from ``bench.sizes`` (then a
-    reference run is shown only if it used the sizes this notebook picks for its device).
-    ``about_overhead=True`` marks a tip whose point is host-side overhead (sync points, launches).
-    ``host=True`` marks a host-side comparison (it runs on the CPU whatever the notebook's device).
-    ``devices`` maps a variant's label to the device it runs on when that is not ``device`` (a CPU
-    baseline beside GPU variants: ``devices={"CPU, all threads": "cpu"}``). A comparison with a
-    variant on a GPU is recorded as that GPU's; each record also keeps its variant's own device.
-    Variants on different devices get a "runs on" column, no GPU time on the CPU, and no peak memory.
-    ``ahead`` maps a variant's label to how many calls' worth of work it prepares in the background
-    (an endless DataLoader's ``num_workers * prefetch_factor`` batches). Interleaved with the others,
-    such a variant would refill while they run, and then serve its short rounds from the buffer: it
-    would look faster than its steady state, and its workers would slow the next variant down. So
-    that many untimed calls empty the buffer before each of its rounds, each timed block spans at
-    least that many calls (workers started together hand over their batches in bursts: one call
-    waits, the next ones find a batch ready), and after each round the measurement waits while the
-    buffer refills.
-    ``why`` names the comparison's explanations in ``utils/why`` (default: the tip), ``headline``
-    the variant the card's headline is about (default: the first after the baseline), and
-    ``facts`` further figures those explanations may quote. ``rate=(unit, work)`` adds each variant's
-    throughput, ``work / median`` in ``unit`` (``("GB/s", nbytes / 1e9)``), to its row and as the
-    facts ``baseline_rate`` and ``variant_rate``. ``needs="cuda"`` (or ``"gpu"``: CUDA or
-    MPS) marks a demo other devices cannot run: there nothing is timed, and the card says what the
-    demo would measure and shows the reference runs that did. The result shows as a card in Jupyter.
+    parameter count).
     """
-    if not isinstance(tip, str) or not tip:
-        raise ValueError("tip must be a curriculum ID such as 'T044'")
-    if not variants:
-        raise ValueError("compare() needs a baseline and at least one variant")
-    parsed = [_normalize(v) for v in (baseline, *variants)]
-    labels = [label for label, _, _ in parsed]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"variant labels must be distinct, got {labels}")
-    if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not isinstance(rate[1], numbers.Real)):
-        raise TypeError(f"rate must be (unit, work per call), e.g. ('GB/s', 0.27); got {rate!r}")
-    if headline and headline not in labels[1:]:
-        raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; got {headline!r}")
-    _check_metric(metric, parsed, memory, rate)
-    device, row_devices = placement(labels, device, devices, host)
-    prepared = _ahead(labels, ahead)
-    if needs is not None and not _satisfies(device, needs):
-        demo = Demo(tip, title or tip, labels, dict(sizes or {}), getattr(sizes, "spec", None))
-        return Unmeasured(demo, device_name(device), _kind(device), needs, why, dict(facts or {}), headline or labels[1])
-    result = Result(tip, title or tip, str(device), device_name(device), dict(sizes or {}),
-                    _measure_interleaved(parsed, device, memory, row_devices, prepared), about_overhead=about_overhead, host=host,
-                    sizes_spec=getattr(sizes, "spec", None), quick=is_quick(),
-                    notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=why, headline_variant=headline,
-                    torch=torch.__version__, facts={k: fact_text(v) for k, v in (facts or {}).items()},
-                    metric="" if metric == "time" else metric)
-    if rate is not None:
-        _add_rate(result, *rate)
-    if record:
-        written = result.to_records({row.label: result.verdict(row).kind for row in result.rows})
-        for entry, on in zip(written, row_devices):   # to_records writes the rows in order
-            entry.variant_device, entry.variant_device_name = str(on), device_name(on)
-        records.append(written)
-        result.records = written   # the card carries them into the notebook too
+    options = options or Options()
+    plan = _plan(tip, (baseline, *variants), options)
+    if options.needs is not None and not _satisfies(plan.device, options.needs):
+        return _unmeasured(tip, plan, options)
+    result = _measure(tip, plan, options)
+    if options.record:
+        _record(result, plan.row_devices)
     present.remember(result)
     return result
 
 
-def _check_metric(metric: str, parsed: list, memory: bool, rate: tuple | None) -> None:
-    """A metric the comparison can show: time, peak memory (measured), or a figure every variant gives."""
-    if metric in ("", "time"):
-        return
-    if metric == "memory":
-        if not memory:
-            raise ValueError("metric='memory' needs the peak memory: drop memory=False")
+def _plan(tip: str, variants: tuple, options: Options) -> _Plan:
+    """The checks that need the variants' labels; the variants parsed and placed on their devices."""
+    if not isinstance(tip, str) or not tip:
+        raise ValueError("tip must be a curriculum ID such as 'T044'")
+    if len(variants) < 2:
+        raise ValueError("compare() needs a baseline and at least one variant")
+    parsed = [_normalize(v) for v in variants]
+    labels = [label for label, _, _ in parsed]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"variant labels must be distinct, got {labels}")
+    if options.headline and options.headline not in labels[1:]:
+        raise ValueError(f"headline must name a variant after the baseline, one of {labels[1:]}; "
+                         f"got {options.headline!r}")
+    _check_metric(options.metric, parsed, options.rate)
+    device, row_devices = placement(labels, options.device, options.devices, options.host)
+    return _Plan(parsed, device, row_devices, _ahead(labels, options.ahead))
+
+
+def _unmeasured(tip: str, plan: _Plan, options: Options) -> Unmeasured:
+    """The card of a demo this device cannot run: what it would measure, nothing timed."""
+    sizes = options.sizes
+    demo = Demo(tip, options.title or tip, plan.labels, dict(sizes or {}), getattr(sizes, "spec", None))
+    return Unmeasured(demo, device_name(plan.device), _kind(plan.device), options.needs, options.why,
+                      dict(options.facts or {}), options.headline or plan.labels[1])
+
+
+def _measure(tip: str, plan: _Plan, options: Options) -> Result:
+    """Time the variants side by side: the result, with its rates."""
+    sizes, device = options.sizes, plan.device
+    result = Result(tip, options.title or tip, str(device), device_name(device), dict(sizes or {}),
+                    _measure_interleaved(plan.variants, device, options.memory, plan.row_devices, plan.ahead),
+                    about_overhead=options.about_overhead, host=options.host, sizes_spec=getattr(sizes, "spec", None),
+                    quick=is_quick(), notebook=os.environ.get("COURSE_NOTEBOOK", ""), why=options.why,
+                    headline_variant=options.headline, torch=torch.__version__,
+                    facts={k: fact_text(v) for k, v in (options.facts or {}).items()},
+                    metric="" if options.metric == "time" else options.metric)
+    if options.rate is not None:
+        _add_rate(result, *options.rate)
+    return result
+
+
+def _record(result: Result, row_devices: list[torch.device]) -> None:
+    """Append the result's records, each with its variant's own device; the card carries them too."""
+    written = result.to_records({row.label: result.verdict(row).kind for row in result.rows})
+    for entry, on in zip(written, row_devices):   # to_records writes the rows in order
+        entry.variant_device, entry.variant_device_name = str(on), device_name(on)
+    records.append(written)
+    result.records = written
+
+
+def _check_metric(metric: str, parsed: list, rate: tuple | None) -> None:
+    """A metric the comparison can show: time, peak memory (``Options`` checks it is measured), or a
+    figure every variant gives."""
+    if metric in ("", "time", "memory"):
         return
     missing = [label for label, _, extra in parsed if metric not in extra and not (rate and rate[0] == metric)]
     if missing:
@@ -350,9 +432,6 @@ def _ahead(labels: list[str], ahead: dict | None) -> list[int]:
     unknown = sorted(set(ahead) - set(labels))
     if unknown:
         raise ValueError(f"ahead names no variant: {unknown}; the variants are {labels}")
-    for label, calls in ahead.items():
-        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
-            raise ValueError(f"ahead[{label!r}] must be a number of calls (an int >= 0), got {calls!r}")
     return [ahead.get(label, 0) for label in labels]
 
 
@@ -363,9 +442,12 @@ def _add_rate(result: Result, unit: str, work: float) -> None:
     result.facts.setdefault("variant_rate", f"{result.featured().extra[unit]} {unit}")
 
 
-def _satisfies(device: torch.device, needs: str) -> bool:
-    if needs not in NEEDS:
+def _check_needs(needs: str | None) -> None:
+    if needs is not None and needs not in NEEDS:
         raise ValueError(f"needs must be one of {sorted(NEEDS)}, got {needs!r}")
+
+
+def _satisfies(device: torch.device, needs: str) -> bool:
     return device.type == "cuda" if needs == "cuda" else device.type in ("cuda", "mps")
 
 
@@ -373,30 +455,36 @@ def _kind(device: torch.device) -> str:
     return "gpu" if device.type in ("cuda", "mps") else "cpu"
 
 
-def sweep(tip: str, over: str, values, variants: Callable[[object], list], *, title: str,
-          device: torch.device | str = "cpu", sizes: dict | None = None, rate: tuple | None = None,
-          record: bool = True, memory: bool = False, needs: str | None = None,
-          **options) -> SweepResult | Unmeasured:
+@takes_options
+def sweep(tip: str, over: str, values, variants: Callable[[object], list], *, rate: tuple | None = None,
+          options: Options | None = None) -> SweepResult | Unmeasured:
     """The same comparison at several sizes: ``variants(value)`` returns the ``(label, fn)`` pairs
-    (baseline first) to compare at one value of ``over``. ``sizes`` are the sizes that stay fixed.
-    ``rate=(unit, work)`` plots ``work(value) / seconds`` in ``unit`` instead of time (say
-    ``("GB/s", lambda n: 4 * n / 1e9)``). ``needs`` as for ``compare``; other options go to
-    ``compare`` for every value."""
+    (baseline first) to compare at one value of ``over``. ``options`` go to ``compare`` for every
+    value; they need a title, their ``sizes`` are the sizes that stay fixed, and a sweep measures no
+    peak memory (it plots time). ``rate=(unit, work)`` plots ``work(value) / seconds`` in ``unit``
+    instead (say ``("GB/s", lambda n: 4 * n / 1e9)``)."""
+    options = options or Options()
     values = list(values)
     if len(values) < 2:
         raise ValueError(f"a sweep needs at least two values of {over!r}, got {values!r}")
     if rate is not None and (len(rate) != 2 or not isinstance(rate[0], str) or not callable(rate[1])):
         raise TypeError(f"rate must be (unit, work), e.g. ('GB/s', lambda n: 4 * n / 1e9); got {rate!r}")
-    named = options.get("devices") or {}   # a sweep whose variants put one on a GPU is that GPU's
-    device = placement(list(named), device, named, options.get("host", False))[0]
-    if needs is not None and not _satisfies(device, needs):
-        demo = Demo(tip, title, [], {**dict(sizes or {}), over: values})
-        return Unmeasured(demo, device_name(device), _kind(device), needs, options.get("why", ""),
-                          dict(options.get("facts") or {}))
-    comparisons = [compare(tip, *variants(value), title=title, sizes={**dict(sizes or {}), over: value},
-                           device=device, record=record, memory=memory,
-                           rate=(rate[0], rate[1](value)) if rate else None, **options) for value in values]
-    return SweepResult(tip, title, over, values, comparisons, Rate(*rate) if rate else None)
+    if not options.title:
+        raise ValueError("a sweep needs a title: options=bench.Options(title=...)")
+    if options.rate is not None:
+        raise ValueError("a sweep's work depends on the value: pass sweep(..., rate=(unit, work)), "
+                         "not Options(rate=...)")
+    named = options.devices or {}   # a sweep whose variants put one on a GPU is that GPU's
+    device = placement(list(named), options.device, named, options.host)[0]
+    fixed = dict(options.sizes or {})
+    if options.needs is not None and not _satisfies(device, options.needs):
+        demo = Demo(tip, options.title, [], {**fixed, over: values})
+        return Unmeasured(demo, device_name(device), _kind(device), options.needs, options.why,
+                          dict(options.facts or {}))
+    comparisons = [compare(tip, *variants(value), options=dataclasses.replace(
+                       options, sizes={**fixed, over: value}, device=device, memory=False,
+                       rate=(rate[0], rate[1](value)) if rate else None)) for value in values]
+    return SweepResult(tip, options.title, over, values, comparisons, Rate(*rate) if rate else None)
 
 
 def timeline(tip: str, *variants, title: str, device: torch.device | str = "cpu", why: str = "",
@@ -404,6 +492,7 @@ def timeline(tip: str, *variants, title: str, device: torch.device | str = "cpu"
     """What the CPU and the GPU ran during one call of each ``(label, fn)`` variant (after one
     warm-up call), from ``torch.profiler``: a picture of waiting and overlap, not a timing."""
     device = torch.device(device)
+    _check_needs(needs)
     if needs is not None and not _satisfies(device, needs):
         return Unmeasured(Demo(tip, title, [], {}), device_name(device), _kind(device), needs, why)
     spans = [span for label, fn, _ in map(_normalize, variants) for span in trace.spans(label, fn, device)]

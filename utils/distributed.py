@@ -572,15 +572,22 @@ class Lockstep:
         dist.broadcast(self.command, 0, group=self.group)
 
 
-def compare(tip: str, *variants, alone: tuple[str, ...] = (), **options) -> list[dict] | None:
+@bench.takes_options
+def compare(tip: str, *variants, alone: tuple[str, ...] = (),
+            options: bench.Options | None = None) -> list[dict] | None:
     """``bench.compare`` in a process group, called on every rank with the same variants: rank 0
     measures and records, and the other ranks run each variant whenever rank 0 does (``Lockstep``),
     except the variants named in ``alone``, which rank 0 runs by itself. The device is the rank's
     (``rank_device``) and, on the CPU, the comparison is a host-side one (``host=True``: gloo runs on
-    the CPU whatever GPUs the machine has), unless ``options`` say otherwise. Returns rank 0's
-    records as plain dicts (``card`` shows them in the notebook), None on the other ranks."""
-    options.setdefault("device", rank_device())
-    options.setdefault("host", torch.device(options["device"]).type == "cpu")
+    the CPU whatever GPUs the machine has); ``options`` are ``bench.compare``'s, less the device.
+    Returns rank 0's records as plain dicts (``card`` shows them in the notebook), None on the
+    other ranks."""
+    options = options or bench.Options()
+    if options.device != bench.Options.device:
+        raise ValueError(f"distributed.compare runs on each rank's device (rank_device()), not on "
+                         f"options.device={options.device!r}: leave it out (host=True runs it on the CPU)")
+    device = rank_device()
+    options = dataclasses.replace(options, device=device, host=options.host or device.type == "cpu")
     lockstep = Lockstep([variant[1] for variant in variants], cpu_group())
     if dist.get_rank() != 0:
         lockstep.follow()
@@ -588,7 +595,7 @@ def compare(tip: str, *variants, alone: tuple[str, ...] = (), **options) -> list
     led = [(label, fn if label in alone else lockstep.lead(i), *extra)
            for i, (label, fn, *extra) in enumerate(variants)]
     try:
-        result = bench.compare(tip, *led, **options)
+        result = bench.compare(tip, *led, options=options)
     finally:
         lockstep.stop()
     return [dataclasses.asdict(record) for record in getattr(result, "records", None) or result.to_records()]

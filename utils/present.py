@@ -508,7 +508,7 @@ class TimelineResult(Timeline):
 
 @dataclass(repr=False)
 class Unmeasured:
-    """A demo this device cannot run (``bench.compare(..., needs="cuda")`` elsewhere): what it
+    """A demo this device cannot run (``bench.Options(needs="cuda")`` elsewhere): what it
     would measure, the reference runs that did, and nothing made up."""
     demo: Demo
     device_name: str

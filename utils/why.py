@@ -1,7 +1,7 @@
 """The explanations of outcomes, as data: ``utils/why/NN_topic.toml``, one table per comparison.
 
-A notebook never narrates its own result. Each comparison has a key (its tip, or the ``why=``
-given to ``bench.compare``), and its table holds one sentence per device kind and outcome; the
+A notebook never narrates its own result. Each comparison has a key (its tip, or the ``why``
+of its ``bench.Options``), and its table holds one sentence per device kind and outcome; the
 toolkit picks the sentence from the measurement (``utils.present``) and fills in its figures.
 
     [T013]
@@ -11,10 +11,10 @@ toolkit picks the sentence from the measurement (``utils.present``) and fills in
 
 Device kinds: ``cpu``, ``gpu`` (CUDA or MPS), ``any``. Outcomes: ``faster``, ``slower``,
 ``same`` (no clear difference), ``launch_bound``, ``one_round``; for a comparison about memory
-(``bench.compare(..., metric="memory")``) ``less_memory``, ``more_memory`` and ``same_memory``
+(``bench.Options(metric="memory")``) ``less_memory``, ``more_memory`` and ``same_memory``
 instead; ``otherwise`` (any outcome
 without a sentence of its own), ``note``, shown whatever the measured outcome, and
-``unmeasured``: what a demo this device cannot run would show (``bench.compare(..., needs="cuda")``),
+``unmeasured``: what a demo this device cannot run would show (``bench.Options(needs="cuda")``),
 shown alone. The device's own
 sentence wins over ``any``'s. ``{name}`` fields are filled from the comparison (see
 ``utils.present.fields``).
