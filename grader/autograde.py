@@ -134,20 +134,22 @@ def discover(root: Path, assignment_id: str | None = None, student_id: str | Non
 
 _SLOT = 0
 _WARM = True  # grade in this worker's warm sandbox (grading.grade), or each submission in a cold one
+_BATCH: frozenset[str] | None = None  # the assignments this batch grades: what the warm sandbox preloads
 
 
-def _init_worker(slots, warm: bool) -> None:
-    global _SLOT, _WARM
+def _init_worker(slots, warm: bool, batch: frozenset[str]) -> None:
+    global _SLOT, _WARM, _BATCH
     import torch
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the main process decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _SLOT, _WARM = slots.get(), warm
+    _SLOT, _WARM, _BATCH = slots.get(), warm, batch
     torch.set_num_threads(1)  # fork() copies no OpenMP threads: a parallel region would wait for them forever
 
 
 def _grade_in_worker(folder: Path, student: str, assignment_id: str, limits: sandbox.Limits, isolate: bool):
-    return grading.grade(folder, student, assignment_id, slot=_SLOT, limits=limits, isolate=isolate, warm=_WARM)
+    return grading.grade(folder, student, assignment_id, slot=_SLOT, limits=limits, isolate=isolate, warm=_WARM,
+                         batch=_BATCH)
 
 
 # ---- main side --------------------------------------------------------------------------------
@@ -298,7 +300,7 @@ def autograde(course_dir: CourseDirLike, assignment_id: str | None = None, stude
     slots = context.SimpleQueue()  # unlike Queue, it starts no thread before the workers fork
     with sandbox.claim_slots(workers) as first, _Stop() as stop:
         pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(slots, warm))
+                                   initargs=(slots, warm, frozenset(s.assignment.id for s in runnable)))
         for slot in range(first, first + workers):
             slots.put(slot)
         try:

@@ -111,9 +111,11 @@ def fingerprint(assignment_id: str) -> str:
 
 
 def grade(folder: Path, student: str, assignment_id: str, slot: int | None = None,
-          limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True, warm: bool = True) -> Result:
+          limits: sandbox.Limits = sandbox.Limits(), isolate: bool = True, warm: bool = True,
+          batch: frozenset[str] | None = None) -> Result:
     """Grade one submission. ``warm``: in this process's warm sandbox for ``slot`` (started on first
-    use; a cold sandbox when none can run here, or when it fails: the result's notes say so)."""
+    use; a cold sandbox when none can run here, or when it fails: the result's notes say so). The warm
+    sandbox imports what the setup cells of the ``batch``'s assignments import (None: every one's)."""
     start = time.monotonic()
     checks = registry()[assignment_id]
     cells = source_cells(assignment_id)
@@ -131,7 +133,7 @@ def grade(folder: Path, student: str, assignment_id: str, slot: int | None = Non
     job = _job(cells.setup, {g: s for g, s in code.items() if g not in cells.unrun}, checks, list(inputs),
                limits, isolate)
     run = None
-    warm_sandbox = _warm_sandbox(slot, limits) if warm and isolate and slot is not None else None
+    warm_sandbox = _warm_sandbox(slot, limits, batch) if warm and isolate and slot is not None else None
     if warm_sandbox is not None:
         try:
             run = warm_sandbox.run({"job": job, "probes": {p.name: p.read_text(encoding="utf-8")
@@ -187,36 +189,41 @@ def _saved(inputs: dict) -> bytes:
     return buffer.getvalue()
 
 
-_WARM: dict[tuple[int, sandbox.Limits], sandbox.WarmSandbox] = {}
+_WARM: dict[int, tuple[tuple, sandbox.WarmSandbox]] = {}   # slot -> ((limits, batch), its warm sandbox)
 _COLD_ONLY: list[str] = []   # why warm sandboxes cannot start in this process, once known
 
 
-def _warm_sandbox(slot: int, limits: sandbox.Limits) -> sandbox.WarmSandbox | None:
-    """This process's warm sandbox for ``slot``, started (or restarted) when needed; None when they
-    cannot run here (said once on stderr: every submission is then graded in a cold sandbox)."""
+def _warm_sandbox(slot: int, limits: sandbox.Limits, batch: frozenset[str] | None = None) -> sandbox.WarmSandbox | None:
+    """This process's warm sandbox for ``slot``, started (or restarted) when needed, one per slot;
+    None when they cannot run here (said once on stderr: every submission is then graded in a cold
+    sandbox)."""
     if _COLD_ONLY:
         return None
-    warm = _WARM.pop((slot, limits), None)
-    if warm is not None and warm.alive():
-        _WARM[(slot, limits)] = warm
+    key, warm = _WARM.pop(slot, (None, None))
+    if warm is not None and key == (limits, batch) and warm.alive():
+        _WARM[slot] = key, warm
         return warm
     if warm is not None:
         warm.close()
     try:
-        _WARM[(slot, limits)] = sandbox.WarmSandbox([RUNNER, ZYGOTE], preload_modules(), slot, limits)
+        warm = sandbox.WarmSandbox([RUNNER, ZYGOTE], preload_modules(batch), slot, limits)
     except sandbox.WarmUnavailable as exc:
         _COLD_ONLY.append(str(exc))
         print(f"grader: {exc}; grading each submission in a cold sandbox", file=sys.stderr)
         return None
-    return _WARM[(slot, limits)]
+    _WARM[slot] = (limits, batch), warm
+    return warm
 
 
-@lru_cache(maxsize=1)
-def preload_modules() -> list[str]:
-    """What every assignment's setup cells import (``from X import a``: X, and X.a in case it is a
-    module): a warm sandbox imports them once, before any child starts."""
+@lru_cache(maxsize=16)
+def preload_modules(batch: frozenset[str] | None = None) -> list[str]:
+    """What the setup cells of the ``batch``'s assignments (None: every assignment's) import (``from
+    X import a``: X, and X.a in case it is a module): a warm sandbox imports them once, before any
+    child starts. A batch without 08 skips torch._dynamo, about 2 core-seconds per warm sandbox."""
     names: dict[str, None] = {}
     for assignment in course.assignments():
+        if batch is not None and assignment.id not in batch:
+            continue
         for source in source_cells(assignment.id).setup:
             try:
                 tree = ast.parse(source)

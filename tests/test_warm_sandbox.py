@@ -8,6 +8,8 @@ import pytest
 
 from grader import grading, sandbox
 
+pytestmark = pytest.mark.xdist_group("sandboxes")   # one xdist process for every sandbox (conftest)
+
 LIMITS = sandbox.Limits(wall_s=12, cell_s=4, cpu_s=30)   # short: one test waits out the whole deadline
 PROBE = "def probe(ns, _):\n    return ns.get('report')\n"
 
@@ -185,7 +187,7 @@ def test_a_warm_sandbox_that_dies_mid_job_falls_back_to_a_cold_one(monkeypatch, 
         fallen = grading.grade(folder, "s", assignment.id, slot=slot, limits=limits)
         monkeypatch.setattr(sandbox.WarmSandbox, "run", original)
         again = grading.grade(folder, "s", assignment.id, slot=slot, limits=limits)
-        for warm in grading._WARM.values():
+        for _, warm in grading._WARM.values():
             warm.close()
     assert fallen.verdicts == plain.verdicts == again.verdicts and plain.environment is None
     assert any("fresh sandbox" in note for note in fallen.notes), fallen.notes
@@ -219,3 +221,26 @@ def test_a_checkout_under_tmp_stays_visible_read_only_in_each_child(tmp_path, mo
             assert report(warm, "import os\nseen = os.path.exists('/tmp/scratch')") is False
         finally:
             warm.close()
+
+
+def test_a_batch_preloads_what_its_own_assignments_import():
+    """A worker's warm sandbox imports the setup modules of the assignments in its batch: one that
+    grades 03 alone does not pay for 08's torch._dynamo."""
+    only_03 = grading.preload_modules(frozenset({"03_building_models"}))
+    every = grading.preload_modules()
+    assert "torch" in only_03 and "torch._dynamo" not in only_03 and "torch._dynamo" in every
+    assert set(only_03) < set(every) and grading.preload_modules(frozenset()) == []
+
+
+def test_a_slot_has_one_warm_sandbox_at_a_time():
+    """Closing a sandbox kills every process of its slot's user, so a slot's sandbox for another
+    batch (or other limits) replaces the old one instead of running beside it."""
+    with sandbox.claim_slots(1) as slot:
+        first = grading._warm_sandbox(slot, LIMITS, frozenset())
+        assert grading._warm_sandbox(slot, LIMITS, frozenset()) is first
+        second = grading._warm_sandbox(slot, LIMITS, frozenset({"02_tensor_toolbox"}))
+        try:
+            assert second is not first and not first.alive() and second.alive()
+            assert report(second, "import torch\nseen = torch.ones(2).sum().item()") == 2.0
+        finally:
+            grading._WARM.pop(slot)[1].close()
