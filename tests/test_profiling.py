@@ -294,7 +294,7 @@ def test_python_caller_finds_the_line_by_time_when_the_event_tree_has_no_frames(
     prof = _profiled_steps(1, waiting_thread=True)
     _skip_where_no_frame_is_recorded(prof)
     frames = profiling.PythonFrames(prof)
-    assert len({f.thread for f in frames.frames}) == 2, "the helper's waits are recorded too"
+    assert len({f.thread for f in frames.frames}) >= 2, "the helper's waits are recorded too"
     ops = profiling.ops_inside(prof, "data: next(loader)")
     assert frames.frames and ops
     cut = [SimpleNamespace(name=e.name, cpu_parent=None, stack=[], thread=e.thread, time_range=e.time_range) for e in ops]
