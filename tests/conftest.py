@@ -1,7 +1,12 @@
+import contextlib
+import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,8 +35,21 @@ def quick_bench():
     bench.configure(False)
 
 
+# The session's two long, CPU-bound jobs start in the background as soon as collection shows that a
+# test needs them (pytest_collection_finish), each in a process forked from pytest while it still
+# runs a single thread, at a lower priority. The tests that use them run last; the others wait
+# mostly on subprocesses, sandboxes and timeouts, and leave the jobs most of the cores meanwhile.
+BACKGROUND_FIXTURES = {"graded_course", "feedback_pages", "quick_runs"}
+
+
+def _fixtures(item) -> set[str]:
+    return set(getattr(item, "fixturenames", ()))
+
+
 def pytest_collection_modifyitems(config, items):
-    """On the GPU runner (COURSE_REQUIRE_CUDA=1) a CUDA test must run: without CUDA, fail instead of skipping."""
+    """The tests of the background jobs run last, in their order. On the GPU runner
+    (COURSE_REQUIRE_CUDA=1) a CUDA test must run: without CUDA, fail instead of skipping."""
+    items.sort(key=lambda item: bool(_fixtures(item) & BACKGROUND_FIXTURES))   # a stable sort
     if os.environ.get("COURSE_REQUIRE_CUDA") == "1":
         import torch
 
@@ -44,18 +62,82 @@ def pytest_collection_modifyitems(config, items):
 NOTEBOOK_JOBS = int(os.environ.get("COURSE_TEST_JOBS", "3"))
 
 
-@pytest.fixture(scope="session")
-def quick_runs(tmp_path_factory):
-    """Every solution notebook executed ONCE per session in QUICK mode on the CPU:
-    {id: (NotebookRun, its records file, the output folder)}."""
+class Forked:
+    """``job(folder)`` in a process forked now, in a fresh temporary folder; ``result()`` waits for
+    what it returns (or raises with its traceback). Not a ProcessPoolExecutor: that cannot stop a
+    running job when the session ends early (pytest -x), and multiprocessing.Pool's daemonic
+    workers may not start the grader's own worker processes."""
+
+    def __init__(self, job):
+        context = multiprocessing.get_context("fork")
+        self.folder = Path(tempfile.mkdtemp(prefix=f"pytest-{job.__name__.strip('_')}-"))
+        self._answer, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=self._run, args=(send, job, self.folder))
+        self._process.start()
+        send.close()
+        self._result = None
+
+    @staticmethod
+    def _run(send, job, folder):
+        os.setpgid(0, 0)   # a group of its own, which end() kills with the workers and sandboxes it started
+        os.nice(10)        # the tests in the foreground get a core the moment they need one
+        try:
+            send.send((True, job(folder)))
+        except BaseException:
+            send.send((False, traceback.format_exc()))
+
+    def result(self):
+        if self._result is None:
+            try:
+                self._result = self._answer.recv()
+            except EOFError:
+                self._process.join()
+                self._result = False, f"it ended without an answer (exit code {self._process.exitcode})"
+        ok, value = self._result
+        if not ok:
+            raise RuntimeError(f"the background job failed:\n{value}")
+        return value
+
+    def end(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        self._process.join()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+BACKGROUND: dict[str, Forked] = {}
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    needed = {name for item in session.items for name in _fixtures(item)}
+    if needed & {"graded_course", "feedback_pages"}:
+        BACKGROUND["graded_course"] = Forked(_graded_batch)
+    if "quick_runs" in needed:
+        BACKGROUND["quick_runs"] = Forked(_quick_runs)
+
+
+def pytest_sessionfinish(session):
+    for job in BACKGROUND.values():
+        job.end()
+
+
+def _quick_runs(out: Path) -> dict:
     from utils.execute import run_many, solution_notebooks, workers
 
-    out = tmp_path_factory.mktemp("quick-runs")
     only = os.environ.get("COURSE_TEST_NOTEBOOKS", "").split()  # a developer's shortcut: these notebooks only
     with workers() as pool:
         runs, _ = run_many(solution_notebooks(only or None), out, quick=True, device="cpu", jobs=NOTEBOOK_JOBS,
                            pool=pool)
-    return QuickRuns({run.name: (run, out / "records" / f"{run.name}.jsonl", out) for run in runs})
+    return {run.name: (run, out / "records" / f"{run.name}.jsonl", out) for run in runs}
+
+
+@pytest.fixture(scope="session")
+def quick_runs():
+    """Every solution notebook executed ONCE per session in QUICK mode on the CPU:
+    {id: (NotebookRun, its records file, the output folder)}."""
+    return QuickRuns(BACKGROUND["quick_runs"].result())
 
 
 class QuickRuns(dict):
@@ -65,15 +147,11 @@ class QuickRuns(dict):
         pytest.skip(f"{name} was not run: COURSE_TEST_NOTEBOOKS={os.environ.get('COURSE_TEST_NOTEBOOKS')!r}")
 
 
-@pytest.fixture(scope="session")
-def graded_course(tmp_path_factory):
-    """ONE graded batch per session: every bundled sample of every assignment, a stray folder, an
-    empty one, and every adversarial submission (tests/submissions.py)."""
+def _graded_batch(course_dir: Path) -> SimpleNamespace:
     from grader import cli
     from grader.autograde import autograde
     from submissions import AID, LIMITS, hash_tree, repo_state, write_adversarial
 
-    course_dir = tmp_path_factory.mktemp("course")
     assert cli.main(["samples", "--course-dir", str(course_dir)]) == 0
     # Each "correct" sample is the very notebook the grader checks as the assignment's reference
     # solution before the batch (full marks, or the assignment is refused): one copy is graded as a student.
@@ -89,6 +167,13 @@ def graded_course(tmp_path_factory):
     time.sleep(5)  # give the delayed writers among the cheats their chance
     return SimpleNamespace(dir=course_dir, outcomes={(o.student, o.assignment): o for o in outcomes}, lines=lines,
                            others_before=others_before, repo_before=repo_before)
+
+
+@pytest.fixture(scope="session")
+def graded_course():
+    """ONE graded batch per session: every bundled sample of every assignment, a stray folder, an
+    empty one, and every adversarial submission (tests/submissions.py)."""
+    return BACKGROUND["graded_course"].result()
 
 
 @pytest.fixture(scope="session")
