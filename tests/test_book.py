@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 REPO = Path(__file__).resolve().parent.parent
 LESSON = "04_training_loop"
@@ -117,7 +118,8 @@ def test_search_finds_a_tip_by_its_id(page, url, tip, lesson):
     page.goto(f"{url}/search.html?q={tip}")
     hit = page.locator(f"#search-results a[href*='lessons/{lesson}.html']")
     hit.first.wait_for()
-    assert tip in page.locator("#search-results").inner_text()
+    # Sphinx fills each hit's summary after listing the pages: wait for the tip's own text
+    expect(page.locator("#search-results")).to_contain_text(tip, timeout=30_000)
     assert not page.outside, f"loaded from outside the site: {page.outside}"
 
 
