@@ -1,7 +1,7 @@
 """The two grading machines the host-independence tests compare: this one, and one with a GPU.
 
 On a CPU-only machine the second is simulated: torch as the probes saw it on an H100 when they ran
-in the test process (issue 19), with CUDA available and started, memory already allocated and
+in the test process, with CUDA available and started, memory already allocated and
 reserved, and a GPU generator that works. On a machine with a GPU, "this machine" is a real one.
 """
 import contextlib

@@ -1,4 +1,4 @@
-"""The class device report (issue 20, part 2): `python -m grader class-report` gathers the records of
+"""The class device report: `python -m grader class-report` gathers the records of
 every submission the gradebook lists and writes one page by device, a learners' page and a CSV."""
 import csv
 import json

@@ -142,7 +142,7 @@ def test_a_timeline_agrees_with_its_cards_median(quick_bench, x):
 
 
 def test_a_cpu_row_beside_gpu_rows_is_recorded_on_the_gpu_with_its_own_device(quick_bench, x, records_file):
-    """T105's card: the GPU's rows and this machine's CPU measured side by side (issue 19)."""
+    """T105's card: the GPU's rows and this machine's CPU measured side by side."""
     from utils import records
 
     host = torch.rand(1024, 1024)
@@ -198,7 +198,7 @@ def test_a_profiled_steps_gpu_time_and_python_lines_on_cuda():
         torch.cuda.synchronize()
     times = profiling.phase_times(prof, ["model: forward + loss", "model: backward"], 1, "cuda")["GPU kernel time"]
     assert times["model: backward"] > 0.5 * times["model: forward + loss"] > 0
-    # every GPU event counts once, for one phase at most (issue 30: 0.167 + 0.273 ms against 0.421)
+    # every GPU event counts once, for one phase at most (an H100 profile once read 0.167 + 0.273 ms against 0.421)
     assert times[profiling.STEP] >= times["model: forward + loss"] + times["model: backward"] - 1e-6, times
     assert times["model: forward + loss"] + times["model: backward"] > 0.8 * times[profiling.STEP], times
 

@@ -1,5 +1,5 @@
 """One exercise's hang or crash costs that exercise alone, messages never blame the student for the
-grader's doing, and feedback leads with the verdicts (issue 10).
+grader's doing, and feedback leads with the verdicts.
 
 Real 02_tensor_toolbox submissions, graded in ONE batch: every one has the reference
 ``pairwise_sq_distances`` (6 points) and a ``one_hot`` (6 points) that hangs, crashes, does not

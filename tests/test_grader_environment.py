@@ -1,4 +1,4 @@
-"""Failures of the grading environment never become grades (issue 9, item 3).
+"""Failures of the grading environment never become grades.
 
 A copy of the course checkout under /tmp grades a class with `python -m grader autograde`, the
 way an instructor would from a fresh clone there: first with the course's own `utils` broken

@@ -68,7 +68,7 @@ def _spin(stop) -> None:
 
 
 def test_timing_sensitive_samples_score_the_same_with_every_cpu_saturated(tmp_path):
-    """Issue 31: at a load near 6 on 2 cores, no_warmup scored 6 instead of 7."""
+    """Once, at a load near 6 on 2 cores, no_warmup scored 6 instead of 7."""
     assert cli.main(["samples", "--assignment", AID, "--course-dir", str(tmp_path)]) == 0
     for folder in (tmp_path / "submitted").iterdir():
         if folder.name.removeprefix("sample_") not in TIMED:

@@ -1,5 +1,5 @@
 """Verdicts and claim verdicts on the course's H100 run (commit 52537eb): every GPU branch of
-utils.verdict and utils.claims fed with real records, with the cases issue 19 names.
+utils.verdict and utils.claims fed with real records, with the cases seen on the H100.
 
 The full run is a shipped reference (references/h100-2026-11-25); the QUICK run is test data
 (tests/data/h100-2026-11-25), copied from the run's folder so that every checkout tests it.
@@ -209,7 +209,7 @@ def test_a_host_bound_mixed_precision_claim_is_judged_on_gpu_time(full):
     assert overall == claims.NOT_REPRODUCED and findings[0].reason == "larger than claimed: 4.36x against 2.75x"
 
 
-# ---------------------------------------------------------------- the H100 runs of 2026-11-28 (issue 30)
+# ---------------------------------------------------------------- the H100 runs of 2026-11-28
 # tests/data/h100-2026-11-28: QUICK (all twelve) and full (01, 07, 09, 11) at 5d53ca8, as the runner wrote them.
 RUN_1128 = REPO_ROOT / "tests" / "data" / "h100-2026-11-28"
 

@@ -1,4 +1,4 @@
-"""A PostgreSQL gradebook shared by sharded graders (issue 10, items 3 and 5), against a real server.
+"""A PostgreSQL gradebook shared by sharded graders, against a real server.
 
 The module starts its own PostgreSQL (grader.pgserver: Debian's `postgresql` package, installed by
 `make env`), stopped at the end.

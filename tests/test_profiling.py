@@ -265,7 +265,7 @@ def test_a_steps_gpu_time_counts_every_kernel_and_no_label_twice():
 
 
 def test_phases_never_add_up_to_more_gpu_time_than_the_step():
-    """Issue 30: on the H100 (torch 2.11) a plain profile's phases read 0.167 + 0.273 ms against a
+    """On the H100 (torch 2.11) a plain profile's phases read 0.167 + 0.273 ms against a
     0.421 ms step. Each GPU event now counts once, for the label whose range held its launch: a
     kernel launched in the forward pass and run while the backward pass was labelled is the
     forward's; a wait on the GPU lane is nobody's; an overhead event sharing an operator's id

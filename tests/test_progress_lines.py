@@ -1,4 +1,4 @@
-"""What autograde's per-submission line says (issue 20): why points were lost, and the written
+"""What autograde's per-submission line says: why points were lost, and the written
 answers' points, which the autograder never gives; and the per-exercise deadline's option."""
 import pytest
 
