@@ -3,7 +3,8 @@
     python benchmarks/make_times.py run book [test] [--record]
 
 Prints each target's wall time and its exit status, with the load average before and after; with
-``--record`` also into docs/measurements.md (benchmarks/record.py). Run it on a quiet machine: the
+``--record`` also into docs/measurements.md (benchmarks/record.py), one section per target, so timing
+one target keeps the others' figures. Run it on a quiet machine: the
 figures are wall times, and whatever else runs shares the cores. ``make test`` includes setting up
 the environment only on a fresh clone (.ci/run times that case).
 """
@@ -39,11 +40,14 @@ def main() -> int:
     parser.add_argument("targets", nargs="+", choices=TARGETS)
     parser.add_argument("--record", action="store_true", help="also write the figures into docs/measurements.md")
     args = parser.parse_args()
-    with recording("make_times", args.record):
-        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-        rows = [timed(target) for target in args.targets]
-        print(text_table(rows))
-        return max(row["exit"] for row in rows)
+    exits = []
+    for target in args.targets:
+        with recording(f"make {target}", args.record):
+            print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+            row = timed(target)
+            print(text_table([row]))
+        exits.append(row["exit"])
+    return max(exits)
 
 
 if __name__ == "__main__":
