@@ -80,7 +80,7 @@ class Forked:
     @staticmethod
     def _run(send, job, folder):
         os.setpgid(0, 0)   # a group of its own, which end() kills with the workers and sandboxes it started
-        os.nice(10)        # the tests in the foreground get a core the moment they need one
+        os.nice(10)        # yields to the tests in pytest's session (sessions of their own get a fair share)
         try:
             send.send((True, job(folder)))
         except BaseException:
