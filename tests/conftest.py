@@ -39,9 +39,6 @@ def quick_bench():
 # test needs them (pytest_collection_finish), each in a process forked from pytest while it still
 # runs a single thread, at a lower priority. The tests that use them run last; the others wait
 # mostly on subprocesses, sandboxes and timeouts, and leave the jobs most of the cores meanwhile.
-BACKGROUND_FIXTURES = {"graded_course", "feedback_pages", "quick_runs"}
-
-
 def _fixtures(item) -> set[str]:
     return set(getattr(item, "fixturenames", ()))
 
@@ -49,7 +46,7 @@ def _fixtures(item) -> set[str]:
 def pytest_collection_modifyitems(config, items):
     """The tests of the background jobs run last, in their order. On the GPU runner
     (COURSE_REQUIRE_CUDA=1) a CUDA test must run: without CUDA, fail instead of skipping."""
-    items.sort(key=lambda item: bool(_fixtures(item) & BACKGROUND_FIXTURES))   # a stable sort
+    items.sort(key=lambda item: bool(_fixtures(item) & JOBS.keys()))   # a stable sort
     if os.environ.get("COURSE_REQUIRE_CUDA") == "1":
         import torch
 
@@ -111,11 +108,8 @@ BACKGROUND: dict[str, Forked] = {}
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    needed = {name for item in session.items for name in _fixtures(item)}
-    if needed & {"graded_course", "feedback_pages"}:
-        BACKGROUND["graded_course"] = Forked(_graded_batch)
-    if "quick_runs" in needed:
-        BACKGROUND["quick_runs"] = Forked(_quick_runs)
+    needed = {name for item in session.items for name in _fixtures(item)}   # each test's fixture closure
+    BACKGROUND.update({name: Forked(job) for name, job in JOBS.items() if name in needed})
 
 
 def pytest_sessionfinish(session):
@@ -167,6 +161,9 @@ def _graded_batch(course_dir: Path) -> SimpleNamespace:
     time.sleep(5)  # give the delayed writers among the cheats their chance
     return SimpleNamespace(dir=course_dir, outcomes={(o.student, o.assignment): o for o in outcomes}, lines=lines,
                            others_before=others_before, repo_before=repo_before)
+
+
+JOBS = {"graded_course": _graded_batch, "quick_runs": _quick_runs}   # fixture -> its background job
 
 
 @pytest.fixture(scope="session")
