@@ -11,7 +11,7 @@ each probe from the job's probe files against the resulting namespace with input
 a submission that later kills this process keeps the results it had earned.
 
 Each probe runs in a process of its own, forked once the answer cells have run, under a
-deadline this process enforces: a hang (even one that swallows the deadline's TimeoutError), a
+deadline this process enforces: a hang (even one that swallows the deadline's exception), a
 crash or an exit in one exercise's code costs that exercise alone. The probe's process sends its
 one frame through a private pipe; this process forwards it whole, or, if none came, a
 ``stopped`` frame saying how the probe's process ended (the trusted side words the message).
@@ -29,10 +29,13 @@ import sys
 # Bound when the runner starts, before any student code could replace them.
 from os import _exit as exit_now, close, fork, getpid, kill, pipe, read, waitpid, waitstatus_to_exitcode, write
 from select import POLLIN, poll
+from signal import ITIMER_REAL, SIGALRM, setitimer
+from signal import signal as set_handler
 from time import monotonic
 
 TEXT_LIMIT = 4000
 GRACE_S = 2  # after its own deadline, the time a probe's process has to send what it has
+REARM_S = 1  # a deadline that the code caught is raised again this often
 
 
 def main(job_dir: str, fd: int) -> None:
@@ -232,21 +235,29 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT]
 
 
+class DeadlineExceeded(BaseException):
+    """Raised into the student's code at a deadline. A BaseException, unlike TimeoutError (an
+    OSError): ``except Exception`` does not catch it, nor do library loops that skip OSErrors
+    (glob over an unreadable tree, for one)."""
+
+
 class _deadline:
-    """Raise TimeoutError in the main thread after ``seconds`` (the sandbox also has a hard limit)."""
+    """Raise DeadlineExceeded in the main thread after ``seconds``, and again every REARM_S while
+    the code goes on (it caught the first); the sandbox's wall-clock limit backs this up."""
 
     def __init__(self, seconds: int):
         self.seconds = seconds
 
     def __enter__(self):
         def expire(signum, frame):
-            raise TimeoutError(f"the grader stopped it after {self.seconds} s: it did not finish in time")
-        self.previous = signal.signal(signal.SIGALRM, expire)
-        signal.alarm(self.seconds)
+            setitimer(ITIMER_REAL, REARM_S)
+            raise DeadlineExceeded(f"the grader stopped it after {self.seconds} s: it did not finish in time")
+        self.previous = set_handler(SIGALRM, expire)
+        setitimer(ITIMER_REAL, self.seconds)
 
     def __exit__(self, *exc):
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, self.previous)
+        setitimer(ITIMER_REAL, 0)
+        set_handler(SIGALRM, self.previous)
         return False
 
 

@@ -37,6 +37,12 @@ BROKEN_ONE_HOT = {
     "swallows_the_deadline": ("import time\ndef one_hot(labels, num_classes):\n    while True:\n        try:\n"
                               "            while True:\n                time.sleep(1)\n        except BaseException:\n"
                               "            pass\n", STOPPED),
+    # a hang in the answer cell itself that catches what it can: TimeoutError is an OSError, which
+    # `except Exception` (or glob over an unreadable tree) swallows; the deadline must still stop the cell
+    "cell_swallows_oserror": ("import time\nwhile True:\n    try:\n        time.sleep(1)\n    except Exception:\n"
+                              "        pass\ndef one_hot(labels, num_classes):\n" + SCATTER,
+                              f"the answer cell 'one_hot' failed: DeadlineExceeded: the grader stopped it after "
+                              f"{LIMITS.cell_s} s"),
     "exits": ("import os\ndef one_hot(labels, num_classes):\n    os._exit(3)\n", "exit code 3"),
     "kills_itself": ("import os, signal\ndef one_hot(labels, num_classes):\n    os.kill(os.getpid(), signal.SIGKILL)\n",
                      "was killed (SIGKILL)"),
@@ -51,6 +57,7 @@ BROKEN_ONE_HOT = {
 WHY = {"endless_loop": f"3 tests stopped at the {LIMITS.cell_s} s deadline",
        "swallows_the_deadline": f"3 tests stopped at the {LIMITS.cell_s} s deadline",
        "syntax_error": "SyntaxError in the answer cell one_hot",
+       "cell_swallows_oserror": f"the answer cell one_hot stopped at the {LIMITS.cell_s} s deadline",
        "segfaults": "3 tests not passed, e.g. test_one_hot_values: one_hot: your code's process crashed (SIGSEGV)"}
 
 

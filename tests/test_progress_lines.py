@@ -19,13 +19,13 @@ def test_a_syntax_error_is_named_with_its_answer_cell():
 
 def test_tests_stopped_at_the_deadline_are_counted():
     stopped = "one_hot: the grader stopped your code after 60 s: it did not finish in time (an endless loop?)"
-    raised = "one_hot: your code raised TimeoutError: the grader stopped it after 60 s: it did not finish in time"
+    raised = "one_hot: your code raised DeadlineExceeded: the grader stopped it after 60 s: it did not finish in time"
     result = _result({"a": (0.0, stopped), "b": (0.0, raised), "c": (1.0, "passed"), "d": (0.0, "values differ")})
     assert grading.reason(result) == "2 tests stopped at the 60 s deadline, 1 more not passed"
 
 
 def test_an_answer_cell_that_hit_the_deadline_says_so():
-    error = "TimeoutError: the grader stopped it after 8 s: it did not finish in time"
+    error = "DeadlineExceeded: the grader stopped it after 8 s: it did not finish in time"
     result = _result({"a": (0.0, "x")}, {"one_hot": {"ok": False, "error": error},
                                           "other": {"ok": False, "error": "NameError: name 'np' is not defined"}})
     assert grading.reason(result) == "the answer cell one_hot stopped at the 8 s deadline (and 1 other answer cell failed)"
