@@ -113,9 +113,14 @@ def _exit_code(status: int) -> int:
 
 def _child(job: dict, data: bytes, results: int, stderr: int, sizes: dict) -> None:
     """The forked child: isolate, start the namespace's init, which starts the runner. Never returns."""
+    import runner   # main() imported it before any child was forked
+
     try:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # the warm sandbox ends, so does this
         os.setsid()   # a session and process group of its own: killpg(0) reaches nothing of the warm one's
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)   # /proc/self/autogroup is writable only while dumpable
+        runner.keep_nice()   # the new session's scheduling group: the warm sandbox's nice, not 0
+        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         keep = sorted((results, stderr))
         os.closerange(3, keep[0])
         os.closerange(keep[0] + 1, keep[1])
@@ -213,11 +218,12 @@ def _self_test(sizes: dict) -> str | None:
 
 def main(control: int, config: dict) -> None:
     sock = socket.socket(fileno=control)
-    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import importlib
 
     import runner  # imported here, so that every child starts with it
+    runner.keep_nice()   # bubblewrap's --new-session gave this process a scheduling group at nice 0
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)   # after keep_nice: it writes a /proc/self file
     import torch
 
     torch.set_num_threads(1)   # no OpenMP pool before fork(): a child's parallel region would wait for it

@@ -80,6 +80,22 @@ def test_the_kernel_talks_over_private_socket_files_not_tcp(tmp_path, capfd):
     assert "without encryption" not in capfd.readouterr().err
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel schedules no session groups")
+def test_a_niced_runner_keeps_its_kernels_niced(tmp_path):
+    """jupyter_client starts each kernel in a session of its own, which Linux schedules as a group
+    at nice 0: `nice make run` must not run its notebooks at full priority beside other work."""
+    source = tmp_path / "tiny.ipynb"
+    _tiny(source, "import os\nprint(open('/proc/self/autogroup').read().split()[-1], os.nice(0))")
+    script = ("import sys\nfrom pathlib import Path\nfrom utils import execute\n"
+              "run = execute.run_one(Path(sys.argv[1]), Path(sys.argv[2]), quick=True, device='cpu')\n"
+              "assert run.ok, run.error")
+    done = subprocess.run(["nice", "-n", "6", sys.executable, "-c", script, str(source), str(tmp_path / "out")],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (output,) = nbformat.read(tmp_path / "out" / "executed" / "tiny.ipynb", 4).cells[-1].outputs
+    assert output.text.split() == ["6", "6"]
+
+
 def _tiny(path, code):
     nbformat.write(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("QUICK, DEVICE = True, 'auto'", metadata={"tags": ["parameters"]}),

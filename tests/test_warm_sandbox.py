@@ -242,3 +242,45 @@ def test_a_slot_has_one_warm_sandbox_at_a_time():
             assert report(second, "import torch\nseen = torch.ones(2).sum().item()") == 2.0
         finally:
             grading._WARM.pop(slot)[1].close()
+
+
+# Student code reports its scheduling group: Linux gives every session one (autogroup), at nice 0
+# whatever its processes' nice, and the cold runner, the warm sandbox and each child are sessions.
+NICE = 7
+NICED_GRADER = f"""
+import json
+from types import SimpleNamespace
+from grader import grading, sandbox
+limits = sandbox.Limits(wall_s=20, cell_s=8, cpu_s=30)
+answer = "report = [open('/proc/self/autogroup').read().split()[-1], __import__('os').nice(0)]"
+job = {{"setup": [], "answers": {{"a": answer}}, "probes": ["probe"], "probe_files": ["probe.py"],
+       "cell_s": limits.cell_s, "frame_bytes": limits.output_bytes, "isolated": True}}
+probe = {PROBE!r}
+seen = {{}}
+with sandbox.claim_slots(1) as slot:
+    warm = sandbox.WarmSandbox([grading.RUNNER, grading.ZYGOTE], [], slot, limits)
+    try:
+        seen["warm"] = grading.parse(warm.run({{"job": job, "probes": {{"probe.py": probe}}}}, b""), limits).probes
+    finally:
+        warm.close()
+    with open("probe.py", "w") as f:
+        f.write(probe)
+    cold = grading._run_cold(job, SimpleNamespace(probe_files=[__import__("pathlib").Path("probe.py").resolve()]),
+                             {{}}, slot, limits, True)
+    seen["cold"] = grading.parse(cold, limits).probes
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel schedules no session groups")
+def test_student_code_keeps_the_nice_of_a_niced_grader(tmp_path):
+    """`nice python -m grader autograde` beside other work: the sandboxes' sessions stay niced."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(["nice", "-n", str(NICE), sys.executable, "-c", NICED_GRADER], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {"warm": {"probe": [str(NICE), NICE]}, "cold": {"probe": [str(NICE), NICE]}}

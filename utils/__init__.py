@@ -5,10 +5,11 @@
 - ``memory``: peak memory of a call on CPU or CUDA.
 - ``Table``: small tables.
 
-The layers, each importing only those below it: ``paths``, ``units``, ``tables``; ``records``;
-``comparison`` (the data model); ``device``, ``memory``, ``verdict``, ``why``; ``claims``,
-``references``, ``plots``; ``present`` (cards); ``trace``; ``bench``; ``session``; ``report``;
-``execute``. Names load on first use, so ``import utils.paths`` (the grader) stays free of torch.
+The layers, each importing only those below it: ``paths``, ``units``, ``tables``, ``priority``;
+``records``; ``comparison`` (the data model); ``device``, ``memory``, ``verdict``, ``why``;
+``claims``, ``references``, ``plots``; ``present`` (cards); ``trace``; ``bench``; ``session``;
+``report``; ``execute``. Names load on first use, so ``import utils.paths`` (the grader) stays free
+of torch.
 """
 from __future__ import annotations
 

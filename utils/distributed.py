@@ -50,6 +50,7 @@ import torch.distributed as dist
 from torch import nn
 
 from . import bench
+from .priority import share_nice
 from .present import Result
 from .records import Record
 
@@ -310,6 +311,7 @@ class Ranks:
         self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True,
                                         env={**os.environ, **worker_env(threads), PARENT_ENV: str(os.getpid())})
+        share_nice(self.process.pid)  # the ranks' session: this process's nice, not 0
         self._finalizer = weakref.finalize(self, _end_job, self.process, self.folder, self._log, 0.0)
 
     def run(self, fn: Callable, *args, timeout: float | None = None) -> list:

@@ -40,6 +40,7 @@ from .device import device_name, pick_device
 from .lesson_shape import notebook_shape
 from .lesson_shape import rows as lesson_rows
 from .paths import BUILD, REPO_ROOT, SOLUTIONS
+from .priority import share_nice
 from .records import load
 from .report import NotebookRun, build_report, slowest_cells
 from .tables import text_table
@@ -83,6 +84,7 @@ class Kernel:
         except BaseException:
             self.folder.cleanup()
             raise
+        share_nice(self.manager.provisioner.process.pid)  # `nice make run`: the kernel's session too
 
     def close(self) -> None:
         """Kill the kernel with its process group (DataLoader and compile workers too) rather than
