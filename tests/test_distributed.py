@@ -40,6 +40,22 @@ def test_a_failing_rank_raises_rank_error_naming_it():
     assert time.monotonic() - start < 20  # the waiting rank learns at once that its peer is gone
 
 
+def _late_subgroup(rank, world):
+    if rank == 0:
+        return None                      # in no subgroup: done at once
+    time.sleep(1.0)                      # the others are slower (a loaded machine)
+    group = dist.new_group([1, 2], use_local_synchronization=True)   # its members meet through the store
+    total = torch.tensor([float(rank)])
+    dist.all_reduce(total, group=group)
+    return total.item()
+
+
+def test_a_rank_that_finishes_first_waits_for_the_others_before_it_leaves():
+    """Rank 0 holds the group's store (creating a subgroup meets there, even one it is not in):
+    leaving early would cut the other ranks off."""
+    assert distributed.run_ranks(_late_subgroup, world_size=3) == [None, 3.0, 3.0]
+
+
 def _not_plain(rank, world):
     return object()
 

@@ -187,6 +187,7 @@ def _child(fn, rank: int, world_size: int, port: int, pipe, collective_timeout: 
                                 timeout=timedelta(seconds=collective_timeout))
         try:
             report = {"ok": True, "result": fn(rank, world_size)}
+            dist.barrier()  # rank 0 serves the group's store: no rank leaves while another may still use it
         finally:
             dist.destroy_process_group()
     except BaseException as exc:  # anything the function raises is reported, never re-raised here
