@@ -37,16 +37,23 @@ def quick_bench():
 
 # The session's two long, CPU-bound jobs start in the background as soon as collection shows that a
 # test needs them (pytest_collection_finish), each in a process forked from pytest while it still
-# runs a single thread, at a lower priority. The tests that use them run last; the others wait
-# mostly on subprocesses, sandboxes and timeouts, and leave the jobs most of the cores meanwhile.
+# runs a single thread, at nice 10 (their sandboxes and kernels too). They take the cores that the
+# tests leave idle. The modules marked `busy` run first, while the jobs have most of their work
+# ahead; then the others, which mostly run on one core or wait on subprocesses and timeouts, and
+# leave the jobs a core; the tests that read the jobs' results run last.
 def _fixtures(item) -> set[str]:
     return set(getattr(item, "fixturenames", ()))
 
 
+def _order(item) -> tuple[bool, bool]:
+    return bool(_fixtures(item) & JOBS.keys()), item.get_closest_marker("busy") is None
+
+
 def pytest_collection_modifyitems(config, items):
-    """The tests of the background jobs run last, in their order. On the GPU runner
-    (COURSE_REQUIRE_CUDA=1) a CUDA test must run: without CUDA, fail instead of skipping."""
-    items.sort(key=lambda item: bool(_fixtures(item) & JOBS.keys()))   # a stable sort
+    """Busy modules first, the tests of the background jobs last (a stable sort: a module's tests
+    stay together and in order). On the GPU runner (COURSE_REQUIRE_CUDA=1) a CUDA test must run:
+    without CUDA, fail instead of skipping."""
+    items.sort(key=_order)
     if os.environ.get("COURSE_REQUIRE_CUDA") == "1":
         import torch
 

@@ -31,6 +31,8 @@ TIPS = [("T054", "04_training_loop"), ("T092", "08_compile_fuse"), ("T106", "11_
 sys.path.insert(0, str(REPO / "book"))
 import build as book  # noqa: E402  (book/build.py: the site's build, not a package)
 
+pytestmark = pytest.mark.busy  # a Sphinx build and Chromium
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:

@@ -27,6 +27,8 @@ import pytest
 from submissions import interpreter_env
 from utils.distributed import free_port
 
+pytestmark = pytest.mark.busy  # Chromium, JupyterLab and a kernel, and a class graded meanwhile
+
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "course-browser-test"
 ACTIVE = "#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # the notebook in front

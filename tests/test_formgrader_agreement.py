@@ -12,6 +12,8 @@ from grader import cli, course
 from grader.course import ASSIGNMENTS_DIR
 from submissions import nbgrader
 
+pytestmark = pytest.mark.busy  # nbgrader and the course grader in subprocesses
+
 AID = "00_measure_first"
 STUDENT = "sample_current_device"  # passes every visible test; a hidden check takes 2 points
 

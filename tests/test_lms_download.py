@@ -6,11 +6,14 @@ import tomllib
 import zipfile
 
 import nbformat
+import pytest
 
 from grader import cli, course
 from grader.course import ASSIGNMENTS_DIR
 from grader.sample_submissions import fill, sample_answers
 from submissions import nbgrader
+
+pytestmark = pytest.mark.busy  # a grading with two workers
 
 AID = "00_measure_first"
 # The README's named_regexp for Canvas downloads: <name>[_LATE]_<user id>_<submission id>_<file>[-<n>].ipynb

@@ -26,6 +26,8 @@ from grader.sample_submissions import write_samples
 from utils.distributed import free_port
 from utils.paths import REPO_ROOT
 
+pytestmark = pytest.mark.busy  # a PostgreSQL server and two graders at once
+
 AID = "01_tensors_devices"  # three samples, quick to grade
 
 

@@ -7,6 +7,8 @@ from utils import bench, references
 from utils.execute import workers
 from utils.report import NotebookRun, build_report, slowest_cells
 
+pytestmark = pytest.mark.busy  # cards drawn by worker processes
+
 
 @pytest.fixture(autouse=True)
 def no_reference_runs(tmp_path, monkeypatch):

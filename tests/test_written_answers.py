@@ -8,6 +8,8 @@ from grader.autograde import autograde
 from grader.sample_submissions import fill, solution_answers
 from submissions import LIMITS, prepared_release, submit
 
+pytestmark = pytest.mark.busy  # gradings with two workers
+
 AID = "11_inference"
 WRITTEN, MEASURED = "explain_max_batch", "measure_max_batch"
 
