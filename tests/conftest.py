@@ -1,5 +1,6 @@
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -35,24 +36,26 @@ def quick_bench():
     bench.configure(False)
 
 
-# The session's two long, CPU-bound jobs start in the background as soon as collection shows that a
-# test needs them (pytest_collection_finish), each in a process forked from pytest while it still
-# runs a single thread, at nice 10 (their sandboxes and kernels too). They take the cores that the
-# tests leave idle. The modules marked `busy` run first, while the jobs have most of their work
-# ahead; then the others, which mostly run on one core or wait on subprocesses and timeouts, and
-# leave the jobs a core; the tests that read the jobs' results run last.
+# The session's two long, CPU-bound jobs run in the background, one after the other, as soon as
+# collection shows that a test needs them (pytest_collection_finish), each in a process forked from
+# pytest while it still runs a single thread. The graded batch runs at nice 10, its sandboxes too: it
+# takes the cores that the tests leave idle, until the last tests. The QUICK run does not: its notebooks' self-checks time phases that sleep,
+# as a learner's run does, and a niced kernel on saturated cores waits tens of milliseconds for a
+# core after each sleep (09's find_bottleneck then blamed a 2 ms phase for a 25 ms one).
+# The modules that mostly run on one core or wait on subprocesses and timeouts run first, and leave
+# the jobs a core; then the modules marked `busy`; the tests that read the jobs' results run last.
 def _fixtures(item) -> set[str]:
     return set(getattr(item, "fixturenames", ()))
 
 
 def _order(item) -> tuple[bool, bool]:
-    return bool(_fixtures(item) & JOBS.keys()), item.get_closest_marker("busy") is None
+    return bool(_fixtures(item) & JOBS.keys()), item.get_closest_marker("busy") is not None
 
 
 def pytest_collection_modifyitems(config, items):
-    """Busy modules first, the tests of the background jobs last (a stable sort: a module's tests
-    stay together and in order). On the GPU runner (COURSE_REQUIRE_CUDA=1) a CUDA test must run:
-    without CUDA, fail instead of skipping."""
+    """Busy modules after the others, the tests of the background jobs last (a stable sort: a
+    module's tests stay together and in order). On the GPU runner (COURSE_REQUIRE_CUDA=1) a CUDA
+    test must run: without CUDA, fail instead of skipping."""
     items.sort(key=_order)
     if os.environ.get("COURSE_REQUIRE_CUDA") == "1":
         import torch
@@ -67,24 +70,28 @@ NOTEBOOK_JOBS = int(os.environ.get("COURSE_TEST_JOBS", "3"))
 
 
 class Forked:
-    """``job(folder)`` in a process forked now, in a fresh temporary folder; ``result()`` waits for
-    what it returns (or raises with its traceback). Not a ProcessPoolExecutor: that cannot stop a
-    running job when the session ends early (pytest -x), and multiprocessing.Pool's daemonic
-    workers may not start the grader's own worker processes."""
+    """``job(folder)`` in a process forked now, at ``nice``, in a fresh temporary folder, started once
+    the job ``after`` has ended; ``result()`` waits for what it returns (or raises with its
+    traceback). Not a ProcessPoolExecutor: that cannot stop a running job when the session ends
+    early (pytest -x), and multiprocessing.Pool's daemonic workers may not start the grader's own
+    worker processes."""
 
-    def __init__(self, job):
+    def __init__(self, job, nice: int, after: "Forked | None" = None):
         context = multiprocessing.get_context("fork")
         self.folder = Path(tempfile.mkdtemp(prefix=f"pytest-{job.__name__.strip('_')}-"))
         self._answer, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=self._run, args=(send, job, self.folder))
+        after = after and after._process.sentinel   # inherited by the fork: readable once that job has ended
+        self._process = context.Process(target=self._run, args=(send, job, self.folder, nice, after))
         self._process.start()
         send.close()
         self._result = None
 
     @staticmethod
-    def _run(send, job, folder):
+    def _run(send, job, folder, nice, after):
         os.setpgid(0, 0)   # a group of its own, which end() kills with the workers and sandboxes it started
-        os.nice(10)        # yields to the tests in pytest's session (sessions of their own get a fair share)
+        os.nice(nice)      # the grader gives its sandboxes' sessions the same nice (runner.keep_nice)
+        if after is not None:
+            multiprocessing.connection.wait([after])
         try:
             send.send((True, job(folder)))
         except BaseException:
@@ -116,7 +123,10 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
     needed = {name for item in session.items for name in _fixtures(item)}   # each test's fixture closure
-    BACKGROUND.update({name: Forked(job) for name, job in JOBS.items() if name in needed})
+    previous = None
+    for name, (job, nice) in JOBS.items():
+        if name in needed:
+            previous = BACKGROUND[name] = Forked(job, nice, after=previous)
 
 
 def pytest_sessionfinish(session):
@@ -170,7 +180,7 @@ def _graded_batch(course_dir: Path) -> SimpleNamespace:
                            others_before=others_before, repo_before=repo_before)
 
 
-JOBS = {"graded_course": _graded_batch, "quick_runs": _quick_runs}   # fixture -> its background job
+JOBS = {"quick_runs": (_quick_runs, 0), "graded_course": (_graded_batch, 10)}   # fixture -> (its job, nice), in turn
 
 
 @pytest.fixture(scope="session")
