@@ -16,9 +16,14 @@ ifeq ($(wildcard pyproject.toml),)
 $(error $(CURDIR) is not the course checkout: run make there, or make -C <checkout> <target>)
 endif
 
-.PHONY: env venv system-tools notebooks run test lab book clean
+.PHONY: env installs venv system-tools notebooks run test lab book clean
 
-env: $(STAMP) system-tools $(ACTIONLINT)
+## The Python packages and the Debian packages install at once (-j): neither needs the other, and on
+## a fresh CI machine each takes about a minute.
+env:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target installs
+installs: $(STAMP) system-tools $(ACTIONLINT)
+	@:
 
 ## Only the Python environment (e.g. a GPU runner that executes notebooks but grades nothing).
 venv: $(STAMP)
