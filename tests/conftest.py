@@ -38,12 +38,12 @@ def quick_bench():
 
 # The session's two long, CPU-bound jobs run in the background, one after the other, as soon as
 # collection shows that a test needs them (pytest_collection_finish), each in a process forked from
-# pytest while it still runs a single thread. The graded batch runs at nice 10, its sandboxes too: it
-# takes the cores that the tests leave idle, until the last tests. The QUICK run does not: its notebooks' self-checks time phases that sleep,
-# as a learner's run does, and a niced kernel on saturated cores waits tens of milliseconds for a
-# core after each sleep (09's find_bottleneck then blamed a 2 ms phase for a 25 ms one).
-# The modules that mostly run on one core or wait on subprocesses and timeouts run first, and leave
-# the jobs a core; then the modules marked `busy`; the tests that read the jobs' results run last.
+# pytest while it still runs a single thread. The graded batch runs at nice 10, its sandboxes too:
+# it takes the cores that the tests leave idle. The QUICK run does not: its notebooks' self-checks
+# time phases that sleep, as a learner's run does, and a niced kernel on saturated cores waits tens
+# of milliseconds for a core after each sleep (09's find_bottleneck then blamed a 2 ms phase for a
+# 25 ms one). The modules that mostly run on one core or wait on subprocesses and timeouts run
+# first and leave the jobs a core; then the modules marked `busy`; the jobs' own tests run last.
 def _fixtures(item) -> set[str]:
     return set(getattr(item, "fixturenames", ()))
 
@@ -80,18 +80,18 @@ class Forked:
         context = multiprocessing.get_context("fork")
         self.folder = Path(tempfile.mkdtemp(prefix=f"pytest-{job.__name__.strip('_')}-"))
         self._answer, send = context.Pipe(duplex=False)
-        after = after and after._process.sentinel   # inherited by the fork: readable once that job has ended
-        self._process = context.Process(target=self._run, args=(send, job, self.folder, nice, after))
+        waits_for = after._process.sentinel if after else None   # inherited by the fork; readable once it ends
+        self._process = context.Process(target=self._run, args=(send, job, self.folder, nice, waits_for))
         self._process.start()
         send.close()
         self._result = None
 
     @staticmethod
-    def _run(send, job, folder, nice, after):
+    def _run(send, job, folder, nice, waits_for):
         os.setpgid(0, 0)   # a group of its own, which end() kills with the workers and sandboxes it started
         os.nice(nice)      # the grader gives its sandboxes' sessions the same nice (runner.keep_nice)
-        if after is not None:
-            multiprocessing.connection.wait([after])
+        if waits_for is not None:
+            multiprocessing.connection.wait([waits_for])
         try:
             send.send((True, job(folder)))
         except BaseException:
@@ -180,7 +180,8 @@ def _graded_batch(course_dir: Path) -> SimpleNamespace:
                            others_before=others_before, repo_before=repo_before)
 
 
-JOBS = {"quick_runs": (_quick_runs, 0), "graded_course": (_graded_batch, 10)}   # fixture -> (its job, nice), in turn
+# fixture -> (its background job, the job's nice), in the order they run
+JOBS = {"quick_runs": (_quick_runs, 0), "graded_course": (_graded_batch, 10)}
 
 
 @pytest.fixture(scope="session")
