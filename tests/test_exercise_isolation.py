@@ -23,7 +23,7 @@ from submissions import prepared_release, submit
 AID = "02_tensor_toolbox"
 # Shorter deadlines than the adversarial batch's: every hang here costs several probe deadlines, and
 # 02's honest code (the reference solution's included) needs well under a second per cell.
-LIMITS = sandbox.Limits(wall_s=90, cell_s=8)
+LIMITS = sandbox.Limits(wall_s=90, cell_s=5)
 STOPPED = f"the grader stopped your code after {LIMITS.cell_s} s"
 ONE_HOT_TESTS = ("test_one_hot_values", "test_one_hot_range", "test_one_hot_no_builtin")
 SCATTER = ("    out = torch.zeros(len(labels), num_classes, dtype=torch.int64, device=labels.device)\n"

@@ -8,7 +8,7 @@ import pytest
 
 from grader import grading, sandbox
 
-LIMITS = sandbox.Limits(wall_s=12, cell_s=4, cpu_s=30)   # short: one test waits out the whole deadline
+LIMITS = sandbox.Limits(wall_s=8, cell_s=4, cpu_s=30)   # short: one test waits out the whole deadline
 PROBE = "def probe(ns, _):\n    return ns.get('report')\n"
 
 
