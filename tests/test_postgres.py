@@ -28,7 +28,7 @@ from utils.paths import REPO_ROOT
 
 pytestmark = pytest.mark.busy  # a PostgreSQL server and two graders at once
 
-AID = "01_tensors_devices"  # three samples, quick to grade
+AID = "01_tensors_devices"  # the fewest bundled samples, quick to grade
 
 
 @pytest.fixture(scope="module")

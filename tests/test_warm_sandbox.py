@@ -1,8 +1,13 @@
 """The warm sandbox: one per grading worker, a forked child per submission. Nothing a child does
 survives into the next child or reaches the warm process; when the warm one fails, grading falls
 back to a cold sandbox and says so, with the same score."""
+import dataclasses
+import multiprocessing
 import os
 import signal
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,12 +25,16 @@ def warm():
         warm.close()
 
 
+def _job(*answers: str) -> dict:
+    """The runner's job for these answer cells and one probe, ``probe.py``."""
+    return {"setup": [], "answers": {f"a{i}": a for i, a in enumerate(answers)}, "probes": ["probe"],
+            "probe_files": ["probe.py"], "cell_s": LIMITS.cell_s, "frame_bytes": LIMITS.output_bytes,
+            "isolated": True}
+
+
 def run(warm, *answers: str, probe: str = PROBE):
     """The answer cells in one child of ``warm``; returns the Evidence the checks would get."""
-    job = {"setup": [], "answers": {f"a{i}": a for i, a in enumerate(answers)}, "probes": ["probe"],
-           "probe_files": ["probe.py"], "cell_s": LIMITS.cell_s, "frame_bytes": LIMITS.output_bytes,
-           "isolated": True}
-    result = warm.run({"job": job, "probes": {"probe.py": probe}}, b"")
+    result = warm.run({"job": _job(*answers), "probes": {"probe.py": probe}}, b"")
     return grading.parse(result, LIMITS)
 
 
@@ -247,40 +256,30 @@ def test_a_slot_has_one_warm_sandbox_at_a_time():
 # Student code reports its scheduling group: Linux gives every session one (autogroup), at nice 0
 # whatever its processes' nice, and the cold runner, the warm sandbox and each child are sessions.
 NICE = 7
-NICED_GRADER = f"""
-import json
-from types import SimpleNamespace
-from grader import grading, sandbox
-limits = sandbox.Limits(wall_s=20, cell_s=8, cpu_s=30)
-answer = "report = [open('/proc/self/autogroup').read().split()[-1], __import__('os').nice(0)]"
-job = {{"setup": [], "answers": {{"a": answer}}, "probes": ["probe"], "probe_files": ["probe.py"],
-       "cell_s": limits.cell_s, "frame_bytes": limits.output_bytes, "isolated": True}}
-probe = {PROBE!r}
-seen = {{}}
-with sandbox.claim_slots(1) as slot:
-    warm = sandbox.WarmSandbox([grading.RUNNER, grading.ZYGOTE], [], slot, limits)
-    try:
-        seen["warm"] = grading.parse(warm.run({{"job": job, "probes": {{"probe.py": probe}}}}, b""), limits).probes
-    finally:
-        warm.close()
-    with open("probe.py", "w") as f:
-        f.write(probe)
-    cold = grading._run_cold(job, SimpleNamespace(probe_files=[__import__("pathlib").Path("probe.py").resolve()]),
-                             {{}}, slot, limits, True)
-    seen["cold"] = grading.parse(cold, limits).probes
-print(json.dumps(seen))
-"""
+AUTOGROUP = "import os\nreport = [open('/proc/self/autogroup').read().split()[-1], os.nice(0)]"
+
+
+def _seen_by_student_code(probe_file: Path) -> dict:
+    """What AUTOGROUP reports in a warm sandbox's child and in a cold sandbox, graded from here."""
+    with sandbox.claim_slots(1) as slot:
+        warm = sandbox.WarmSandbox([grading.RUNNER, grading.ZYGOTE], [], slot, LIMITS)
+        try:
+            seen = {"warm": run(warm, AUTOGROUP).probes}
+        finally:
+            warm.close()
+        cold_limits = dataclasses.replace(LIMITS, wall_s=30)   # a fresh Python imports torch first
+        cold = grading._run_cold(_job(AUTOGROUP), SimpleNamespace(probe_files=[probe_file]), {}, slot, cold_limits,
+                                 True)
+        seen["cold"] = grading.parse(cold, cold_limits).probes
+    return seen
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel schedules no session groups")
 def test_student_code_keeps_the_nice_of_a_niced_grader(tmp_path):
     """`nice python -m grader autograde` beside other work: the sandboxes' sessions stay niced."""
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run(["nice", "-n", str(NICE), sys.executable, "-c", NICED_GRADER], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.splitlines()[-1])
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=os.nice,
+                             initargs=(NICE,)) as niced:   # a grader process started with `nice -n 7`
+        seen = niced.submit(_seen_by_student_code, probe).result(timeout=120)
     assert seen == {"warm": {"probe": [str(NICE), NICE]}, "cold": {"probe": [str(NICE), NICE]}}
