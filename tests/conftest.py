@@ -201,16 +201,17 @@ def feedback_pages(graded_course):
     return set((graded_course.dir / "feedback").glob("*/*/*.html"))
 
 
-CHROMIUM = shutil.which("chromium")
+CHROMIUM = shutil.which("chromium-headless-shell")
 
 
 @pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium driven by Playwright (no browser download), for the browser tests."""
+    """Debian's Chromium headless shell driven by Playwright (no browser download), for the browser tests."""
     if CHROMIUM is None:
         if os.geteuid() == 0:  # `make env` (system-tools) installs it when run as root
-            pytest.fail("chromium is not installed: run `make system-tools` (Debian's package `chromium`)")
-        pytest.skip("chromium is not installed and this user cannot install it: sudo apt-get install chromium")
+            pytest.fail("chromium-headless-shell is not installed: run `make system-tools` (Debian's package)")
+        pytest.skip("chromium-headless-shell is not installed and this user cannot install it: "
+                    "sudo apt-get install chromium-headless-shell")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

