@@ -126,7 +126,7 @@ def nbgrader_api(course_dir: CourseDirLike, **overrides):
     from nbgrader.coursedir import CourseDirectory
 
     _put_interpreter_bin_on_path()
-
+    database.stamp_in_process()
     config = nbgrader_config(course_dir, **overrides)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.WARNING)

@@ -173,3 +173,31 @@ def test_assignments_lists_ids_and_release_paths(capsys):
     assert cli.main(["assignments"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert f"{AID}\tnotebooks/{AID}/{AID}.ipynb" in lines
+
+
+def test_a_new_gradebook_is_stamped_with_nbgraders_migration_head_without_a_subprocess(tmp_path, monkeypatch):
+    """nbgrader learns the head by running `alembic heads`; the grader reads it in-process. The stamp
+    must be the one nbgrader's own command gives, or nbgrader would try to migrate the gradebook."""
+    import subprocess
+
+    from nbgrader.dbutil import _temp_alembic_ini
+    from sqlalchemy import create_engine, text
+
+    from grader import database
+    from grader.coursedir import CourseDir
+    from submissions import interpreter_env
+
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'unused.db'}") as ini:
+        heads = subprocess.run(["alembic", "-c", ini, "heads"], env=interpreter_env(), capture_output=True,
+                               text=True, check=True).stdout
+    assert database.alembic_head() == heads.split()[0]
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"a subprocess was started: {args}")
+
+    monkeypatch.setattr(subprocess, "check_output", no_subprocess)
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    with database.gradebook(CourseDir(tmp_path)) as gb:
+        gb.add_student("s1")
+    with create_engine(f"sqlite:///{tmp_path / database.SQLITE_FILE}").connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == heads.split()[0]
