@@ -5,6 +5,8 @@ import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
+import pytest
+
 from utils.paths import REPO_ROOT
 
 UTILS = REPO_ROOT / "utils"
@@ -61,6 +63,15 @@ def test_the_notebook_import_line_does_not_load_matplotlib():
             "print('matplotlib' in sys.modules, callable(setup), bench.compare.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.split() == ["False", "True", "utils.bench"]
+
+
+@pytest.mark.parametrize("entry", ["grader.autograde", "utils.execute"])
+def test_reading_a_notebook_does_not_compile_the_iri_grammars(entry):
+    """jsonschema would import rfc3987_syntax (a second of CPU in each grader and runner process)."""
+    code = (f"import sys, {entry}, nbformat; nbformat.validate(nbformat.v4.new_notebook()); "
+            "print('rfc3987_syntax' in sys.modules, sys.modules.get('rfc3987_syntax'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert out.stdout.split() == ["True", "None"], out.stdout  # asked for, and refused
 
 
 def test_grader_modules_import_downward_only_even_inside_functions():

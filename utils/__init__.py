@@ -16,12 +16,19 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 
 # Quiet two kinds of start-up noise that learners cannot act on (and that plain nbgrader
 # would count as a failing cell): kineto's per-profile trace lines (read when torch loads,
 # so this must come before torch is imported) and cpp_extension's "No CUDA runtime" notice.
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+# jsonschema (nbformat validates notebooks with it) imports rfc3987_syntax where installed, for the
+# "iri" string format, and that module compiles some 35 Lark grammars on import: over a second of
+# CPU in every process that reads a notebook (each grader and runner command). No notebook or
+# Jupyter schema uses the format; a failed import makes jsonschema skip that one checker
+# (python-jsonschema/jsonschema#1428).
+sys.modules.setdefault("rfc3987_syntax", None)
 
 _NAMES = {"Table": "tables", "setup": "session", "device_name": "device", "env_report": "device",
           "pick_device": "device", "seed_everything": "device"}
