@@ -19,9 +19,10 @@ from utils.paths import REPO_ROOT
 
 AID = "03_building_models"
 REPO = REPO_ROOT
-# The batch's limits: short, so the infinite loops and the flood end quickly; every honest
-# answer of every notebook must finish well inside them.
-LIMITS = sandbox.Limits(wall_s=90, cell_s=20)
+# The batch's limits: short, so the infinite loops, the fork bomb and the search of the disk end
+# quickly (each holds a worker for a whole cell deadline); every honest answer of every notebook
+# must finish well inside them (the slowest takes about 2 s alone).
+LIMITS = sandbox.Limits(wall_s=90, cell_s=10)
 
 
 def interpreter_env() -> dict[str, str]:

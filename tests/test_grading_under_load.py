@@ -13,7 +13,6 @@ from grader import cli
 from grader.autograde import autograde
 from grader.checking import checks_module
 from grader.course import ASSIGNMENTS_DIR
-from submissions import LIMITS
 
 pytestmark = pytest.mark.busy  # every core saturated on purpose
 
@@ -83,7 +82,7 @@ def test_timing_sensitive_samples_score_the_same_with_every_cpu_saturated(tmp_pa
     for spinner in spinners:
         spinner.start()
     try:
-        outcomes = autograde(tmp_path, AID, workers=2, report=lambda _: None, limits=LIMITS)
+        outcomes = autograde(tmp_path, AID, workers=2, report=lambda _: None)  # the default limits, as graders use
         load = os.getloadavg()[0]
     finally:
         stop.set()
