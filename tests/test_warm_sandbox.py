@@ -5,6 +5,8 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from grader import grading, sandbox
+from utils.paths import REPO_ROOT
 
 LIMITS = sandbox.Limits(wall_s=8, cell_s=4, cpu_s=30)   # short: one test waits out the whole deadline
 PROBE = "def probe(ns, _):\n    return ns.get('report')\n"
@@ -283,3 +286,22 @@ def test_student_code_keeps_the_nice_of_a_niced_grader(tmp_path):
                              initargs=(NICE,)) as niced:   # a grader process started with `nice -n 7`
         seen = niced.submit(_seen_by_student_code, probe).result(timeout=120)
     assert seen == {"warm": {"probe": [str(NICE), NICE]}, "cold": {"probe": [str(NICE), NICE]}}
+
+
+# Without CAP_SYS_ADMIN (student code never has it) Linux takes one write of a group's nice per 0.1 s,
+# machine-wide, and refuses the others with EAGAIN: a sandbox that starts just after another one set
+# its group must wait its turn. Here the process sets its own group first, then asks keep_nice.
+TURN = ("import os, sys, time\nsys.path[:0] = sys.argv[1:]\nimport runner\nfrom utils.priority import share_nice\n"
+        "os.setsid()\nos.nice(7)\nwhile True:\n    try:\n        with open('/proc/self/autogroup', 'w') as group:\n"
+        "            group.write('3')\n        break\n    except BlockingIOError:\n        time.sleep(0.02)\n"
+        "{call}\nprint(open('/proc/self/autogroup').read().split()[-1])")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel schedules no session groups")
+@pytest.mark.parametrize("call", ["runner.keep_nice()", "share_nice(os.getpid())"])   # the sandbox's, the kernels'
+def test_the_nice_of_a_group_waits_its_turn_after_another_group_was_just_set(call):
+    no_admin = ["setpriv", "--inh-caps=-all", "--bounding-set=-sys_admin", "--reuid=0"] if os.geteuid() == 0 else []
+    done = subprocess.run([*no_admin, sys.executable, "-c", TURN.format(call=call), str(grading.RUNNER.parent),
+                           str(REPO_ROOT)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(NICE)]
