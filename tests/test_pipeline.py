@@ -1,16 +1,21 @@
 """The whole path once: execute a solution, submit samples, autograde, export, feedback."""
 import csv
 import json
+import subprocess
 import tomllib
 
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.dbutil import _temp_alembic_ini
+from sqlalchemy import create_engine, text
 
-from grader import cli, course
+from grader import cli, course, database
 from grader.checking import registry
 from grader.course import ASSIGNMENTS_DIR
+from grader.coursedir import CourseDir
 from grader.sample_submissions import sample_answers
+from submissions import interpreter_env
 from utils import claims
 from utils import records as records_module
 from utils.present import Result
@@ -178,15 +183,6 @@ def test_assignments_lists_ids_and_release_paths(capsys):
 def test_a_new_gradebook_is_stamped_with_nbgraders_migration_head_without_a_subprocess(tmp_path, monkeypatch):
     """nbgrader learns the head by running `alembic heads`; the grader reads it in-process. The stamp
     must be the one nbgrader's own command gives, or nbgrader would try to migrate the gradebook."""
-    import subprocess
-
-    from nbgrader.dbutil import _temp_alembic_ini
-    from sqlalchemy import create_engine, text
-
-    from grader import database
-    from grader.coursedir import CourseDir
-    from submissions import interpreter_env
-
     with _temp_alembic_ini(f"sqlite:///{tmp_path / 'unused.db'}") as ini:
         heads = subprocess.run(["alembic", "-c", ini, "heads"], env=interpreter_env(), capture_output=True,
                                text=True, check=True).stdout
